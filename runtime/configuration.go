@@ -1,0 +1,91 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// MaxIterationsCeiling is the most provider rounds any run may take.
+const MaxIterationsCeiling = 20
+
+// DefaultMaxIterations applies when a configuration names none.
+const DefaultMaxIterations = 5
+
+// PrivacyLevel decides how much of a run's content its stored events keep.
+type PrivacyLevel string
+
+// The privacy levels; metadata is the default.
+const (
+	PrivacyMetadata PrivacyLevel = "metadata"
+	PrivacyRedacted PrivacyLevel = "redacted"
+	PrivacyFull     PrivacyLevel = "full"
+)
+
+// Configuration is an agent: its provider, prompt, tools and rules.
+type Configuration struct {
+	ID                    int64                 `json:"-" yaml:"-"`
+	Identifier            string                `json:"identifier" yaml:"identifier"`
+	Name                  string                `json:"name" yaml:"name"`
+	Active                bool                  `json:"active" yaml:"active"`
+	Provider              ProviderSpec          `json:"provider" yaml:"provider"`
+	SystemPrompt          string                `json:"system_prompt,omitempty" yaml:"system_prompt"`
+	Tools                 []string              `json:"tools" yaml:"tools"`
+	MaxIterations         int                   `json:"max_iterations" yaml:"max_iterations"`
+	RequireSecondApprover bool                  `json:"require_second_approver" yaml:"require_second_approver"`
+	PrivacyLevel          PrivacyLevel          `json:"privacy_level" yaml:"privacy_level"`
+	ToolPolicies          map[string]ToolPolicy `json:"tool_policies,omitempty" yaml:"tool_policies"`
+}
+
+// ProviderSpec names a provider and what it needs. Script holds a scripted
+// provider's rounds as JSON.
+type ProviderSpec struct {
+	Type      string          `json:"type" yaml:"type"`
+	Model     string          `json:"model,omitempty" yaml:"model"`
+	BaseURL   string          `json:"base_url,omitempty" yaml:"base_url"`
+	APIKeyEnv string          `json:"api_key_env,omitempty" yaml:"api_key_env"`
+	Script    json.RawMessage `json:"script,omitempty" yaml:"-"`
+}
+
+// ToolPolicy overrides a tool's defaults in one configuration.
+type ToolPolicy struct {
+	// RequiresApproval overrides the default (writes need approval).
+	RequiresApproval *bool `json:"requires_approval,omitempty" yaml:"requires_approval"`
+	// Grant is what a person must hold, beyond the right to decide, to
+	// approve this tool.
+	Grant string `json:"grant,omitempty" yaml:"grant"`
+}
+
+// Normalize fills defaults and checks the rules every configuration obeys.
+func (c *Configuration) Normalize() error {
+	if c.Identifier == "" {
+		return fmt.Errorf("configuration: identifier is required")
+	}
+	if c.Name == "" {
+		c.Name = c.Identifier
+	}
+	if c.MaxIterations == 0 {
+		c.MaxIterations = DefaultMaxIterations
+	}
+	if c.MaxIterations < 1 || c.MaxIterations > MaxIterationsCeiling {
+		return fmt.Errorf("configuration %s: max_iterations must be between 1 and %d, not %d", c.Identifier, MaxIterationsCeiling, c.MaxIterations)
+	}
+	switch c.PrivacyLevel {
+	case "":
+		c.PrivacyLevel = PrivacyMetadata
+	case PrivacyMetadata, PrivacyRedacted, PrivacyFull:
+	default:
+		return fmt.Errorf("configuration %s: privacy_level must be metadata, redacted or full, not %q", c.Identifier, c.PrivacyLevel)
+	}
+	return nil
+}
+
+// NeedsApproval reports whether a call of the tool waits for a person.
+func (c *Configuration) NeedsApproval(spec ToolSpec) bool {
+	if p, ok := c.ToolPolicies[spec.Name]; ok && p.RequiresApproval != nil {
+		return *p.RequiresApproval
+	}
+	return spec.Effect != ReadOnly
+}
+
+// Grant returns the grant a person needs to approve the tool, or "".
+func (c *Configuration) Grant(tool string) string { return c.ToolPolicies[tool].Grant }

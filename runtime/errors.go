@@ -1,0 +1,67 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code names why the engine refused a request. Every surface maps a code to
+// its own answer (a flash, a status code) in one place.
+type Code string
+
+// The refusals of the decision pipeline, in the order the checks run, and
+// the ones a lost claim is classified as.
+const (
+	CodeNotFound              Code = "not_found"
+	CodeNotWaiting            Code = "not_waiting"
+	CodeNotPermitted          Code = "not_permitted"
+	CodeProcessRun            Code = "process_run"
+	CodeInactiveConfiguration Code = "inactive_configuration"
+	CodeFourEyes              Code = "four_eyes"
+	CodeUnreadableState       Code = "unreadable_state"
+	CodeApproverNotPermitted  Code = "approver_not_permitted"
+	CodeInvalidInput          Code = "invalid_input"
+	CodeStaleTurn             Code = "stale_turn"
+	CodeAlreadyResuming       Code = "already_resuming"
+	CodeInvalidRequest        Code = "invalid_request"
+)
+
+// Refusal is the one error type the engine returns for a request it will not
+// carry out. Nothing was written when a Refusal is returned.
+type Refusal struct {
+	Code    Code
+	Message string
+	// Fields holds one message per input field for CodeInvalidInput.
+	Fields map[string]string
+	// Digest is the run's current turn digest for CodeStaleTurn.
+	Digest string
+}
+
+func (r *Refusal) Error() string { return fmt.Sprintf("%s: %s", r.Code, r.Message) }
+
+func refuse(code Code, format string, args ...any) *Refusal {
+	return &Refusal{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the code of a Refusal anywhere in err's chain, or "".
+func CodeOf(err error) Code {
+	var r *Refusal
+	if errors.As(err, &r) {
+		return r.Code
+	}
+	return ""
+}
+
+// Errors the store returns; the engine turns them into refusals or outcomes.
+var (
+	// ErrNotFound: no such row.
+	ErrNotFound = errors.New("not found")
+	// ErrClaimLost: a guarded update changed no row, or the decision for
+	// this turn exists already.
+	ErrClaimLost = errors.New("claim lost")
+	// ErrLeaseLost: the continuation no longer holds the run.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrCancelRequested: someone asked to cancel the run; the holder
+	// settles it as cancelled at this step boundary.
+	ErrCancelRequested = errors.New("cancel requested")
+)

@@ -1,0 +1,57 @@
+package runtime
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventKind names what a recorded step was.
+type EventKind string
+
+// The kinds of event; each recorded event is one step.
+const (
+	KindLLM      EventKind = "llm"
+	KindTool     EventKind = "tool"
+	KindSuspend  EventKind = "suspend"
+	KindApproval EventKind = "approval"
+	KindInput    EventKind = "input"
+	KindCancel   EventKind = "cancel"
+	KindSettle   EventKind = "settle"
+)
+
+// Event is one row of a run's event log. Payload has passed the
+// configuration's privacy filter.
+type Event struct {
+	RunID      int64           `json:"-" db:"run_id"`
+	Seq        int             `json:"seq" db:"seq"`
+	Kind       EventKind       `json:"kind" db:"kind"`
+	Round      int             `json:"round" db:"round"`
+	DurationMS int64           `json:"duration_ms" db:"duration_ms"`
+	Payload    json.RawMessage `json:"payload" db:"payload"`
+	CreatedAt  time.Time       `json:"created_at" db:"created_at"`
+}
+
+// Step is what an observer sees of a recorded event: the stored event, and
+// the content before the privacy filter for viewers allowed to see it.
+type Step struct {
+	Event
+	// Full is the event's payload before the privacy filter. It is never
+	// stored; only surfaces that may show content (the playground) use it.
+	Full json.RawMessage `json:"-"`
+}
+
+// Observer is told of each step right after it is committed. It runs on the
+// continuation's goroutine and must not block for long.
+type Observer interface {
+	OnStep(Step)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Step)
+
+// OnStep calls f.
+func (f ObserverFunc) OnStep(s Step) { f(s) }
+
+type noObserver struct{}
+
+func (noObserver) OnStep(Step) {}

@@ -1,0 +1,81 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Provider is a language model behind one interface: one call is one round,
+// messages and tool specs in, text and tool calls out.
+type Provider interface {
+	// Round runs one round. Text deltas go to onDelta as they arrive (it may
+	// be nil). An error means the round produced nothing usable; the run
+	// settles as failed with ReasonProviderFailed.
+	Round(ctx context.Context, req RoundRequest, onDelta func(string)) (RoundResult, error)
+}
+
+// RoundRequest is what a provider sees of a run.
+type RoundRequest struct {
+	// Round counts from 1: the number of provider rounds so far, plus one.
+	Round    int
+	Model    string
+	Messages []Message
+	Tools    []ToolSpec
+}
+
+// RoundResult is what one round produced.
+type RoundResult struct {
+	Text      string
+	ToolCalls []ToolCall
+	Usage     Usage
+}
+
+// ProviderFactory builds the provider a configuration names; an error is a
+// configuration the engine cannot run.
+type ProviderFactory func(cfg *Configuration) (Provider, error)
+
+// Effect says what a tool does to the world, which decides whether it needs
+// an approval and whether an interrupted call may be repeated.
+type Effect string
+
+// The three effects.
+const (
+	ReadOnly           Effect = "read_only"
+	IdempotentWrite    Effect = "idempotent_write"
+	NonIdempotentWrite Effect = "non_idempotent_write"
+)
+
+// ToolSpec describes a tool to the model and to the engine.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Effect      Effect          `json:"effect"`
+	// Asks, when set, makes this an input tool: the run pauses and a person
+	// answers with a value that satisfies this JSON Schema; the answer is the
+	// tool's result.
+	Asks json.RawMessage `json:"asks,omitempty"`
+}
+
+// Tool is something a run can call.
+type Tool interface {
+	Spec() ToolSpec
+	// Call runs the tool. A returned error becomes a tool result the model
+	// sees (marked as an error); it never fails the run.
+	Call(ctx context.Context, inv Invocation) (string, error)
+}
+
+// Invocation is one call of a tool, executed as the run's owner.
+type Invocation struct {
+	RunID     int64
+	OwnerID   int64
+	CallID    string
+	Arguments json.RawMessage
+}
+
+// Validator checks a JSON value against a JSON Schema. Errors returns one
+// message per top-level field (the key "" for the value as a whole); a nil
+// map means the value is valid. An error means the schema itself is broken.
+type Validator interface {
+	Errors(schema json.RawMessage, value json.RawMessage) (map[string]string, error)
+}

@@ -1,0 +1,138 @@
+// Package runtime is the agent engine of Turnstile: run states, the turn
+// digest, the decision pipeline, the step observer, and the interfaces that
+// providers, tools and the store satisfy. It imports no HTTP and no SQL.
+package runtime
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is where a run stands. Every change of status is one guarded
+// update in the store.
+type Status string
+
+// The statuses of a run; see SPEC §2.
+const (
+	StatusQueued             Status = "queued"
+	StatusRunning            Status = "running"
+	StatusWaitingForApproval Status = "waiting_for_approval"
+	StatusWaitingForInput    Status = "waiting_for_input"
+	StatusDecided            Status = "decided"
+	StatusCompleted          Status = "completed"
+	StatusFailed             Status = "failed"
+	StatusCancelled          Status = "cancelled"
+)
+
+// Terminal reports whether a run in this status is settled for good.
+func (s Status) Terminal() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+}
+
+// Waiting reports whether a run in this status waits for a person.
+func (s Status) Waiting() bool {
+	return s == StatusWaitingForApproval || s == StatusWaitingForInput
+}
+
+// Origin says who decides a run's pauses.
+type Origin string
+
+const (
+	// OriginInteractive runs are decided by people in the inbox.
+	OriginInteractive Origin = "interactive"
+	// OriginProcess runs are decided by the automated process that started
+	// them; the inbox refuses them.
+	OriginProcess Origin = "process"
+)
+
+// Termination reasons stored with a settled run.
+const (
+	ReasonCompleted      = "completed"
+	ReasonMaxIterations  = "max_iterations"
+	ReasonDenied         = "approval_denied"
+	ReasonProviderFailed = "provider_failed"
+	ReasonCancelled      = "cancelled"
+	ReasonToolMissing    = "tool_unavailable"
+	ReasonWriteUnknown   = "lease_lost_write_unknown"
+)
+
+// Run is one execution of a configuration for its owner, as stored.
+type Run struct {
+	ID                int64
+	ConfigurationID   int64
+	OwnerID           int64
+	Origin            Origin
+	Status            Status
+	Turn              int
+	TurnDigest        string
+	State             []byte // the encoded State; see StateCodec
+	ClaimedBy         string
+	LeaseExpiresAt    *time.Time
+	PendingEffect     string
+	CancelRequested   bool
+	TerminationReason string
+	Prompt            string
+	Answer            string
+	Iterations        int
+	InputTokens       int
+	OutputTokens      int
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	WaitingSince      *time.Time
+}
+
+// Role is what a user may do beyond deciding their own runs.
+type Role string
+
+// The two roles.
+const (
+	RoleAdmin Role = "admin"
+	RoleUser  Role = "user"
+)
+
+// GrantApprove lets a user decide runs they do not own.
+const GrantApprove = "approve"
+
+// Actor is the person (or token holder) asking the engine to do something.
+type Actor struct {
+	ID     int64
+	Name   string
+	Role   Role
+	Grants []string
+}
+
+// Has reports whether the actor holds grant; admins hold every grant.
+func (a Actor) Has(grant string) bool {
+	if a.Role == RoleAdmin {
+		return true
+	}
+	for _, g := range a.Grants {
+		if g == grant {
+			return true
+		}
+	}
+	return false
+}
+
+// Message is one entry of a run's transcript.
+type Message struct {
+	Role       string     `json:"role"` // system, user, assistant, tool
+	Content    string     `json:"content,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	ToolName   string     `json:"tool_name,omitempty"`
+	IsError    bool       `json:"is_error,omitempty"`
+}
+
+// ToolCall is one call of a tool that the model asked for.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Usage counts the provider's tokens.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}

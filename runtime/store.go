@@ -1,0 +1,113 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Store is what the engine needs of the database. Every method that
+// changes a run is one transaction guarded by the run's status and, where a
+// lease is held, by the holder; a guard that changes no row is an error, so
+// no transition can be won twice.
+type Store interface {
+	// Configuration returns a configuration by id, or ErrNotFound.
+	Configuration(ctx context.Context, id int64) (*Configuration, error)
+	// ConfigurationByIdentifier returns a configuration, or ErrNotFound.
+	ConfigurationByIdentifier(ctx context.Context, identifier string) (*Configuration, error)
+	// Run returns a run, or ErrNotFound.
+	Run(ctx context.Context, id int64) (*Run, error)
+	// CreateRun inserts a run (running and claimed, or queued) and sets its ID.
+	CreateRun(ctx context.Context, r *Run) error
+	// Claim moves a waiting run on and records its decision in one
+	// transaction; ErrClaimLost when the guard or the decision's unique key
+	// says someone else won.
+	Claim(ctx context.Context, c Claim) error
+	// Commit records one step: the event, the checkpointed state, the lease,
+	// and optionally the run's next status, in one transaction. It returns
+	// ErrCancelRequested or ErrLeaseLost when the holder may not go on.
+	Commit(ctx context.Context, c Commit) error
+	// RenewLease extends the holder's lease; ErrLeaseLost when not held.
+	RenewLease(ctx context.Context, runID int64, claimedBy string, until time.Time) error
+	// MarkPendingEffect stamps the call whose non-idempotent write is about
+	// to run (and renews the lease); ErrLeaseLost when not held.
+	MarkPendingEffect(ctx context.Context, runID int64, claimedBy, callID string, until time.Time) error
+	// LastSeq returns the highest event seq of a run, 0 when it has none.
+	LastSeq(ctx context.Context, runID int64) (int, error)
+	// Decision returns the decision recorded for a turn, or ErrNotFound.
+	Decision(ctx context.Context, runID int64, digest string) (*DecisionRecord, error)
+	// StandingApprovals returns the tool names approved for the whole run.
+	StandingApprovals(ctx context.Context, runID int64) ([]string, error)
+	// RequestCancel flags a running run for cancellation at its next step
+	// boundary; ErrClaimLost when it is not running any more.
+	RequestCancel(ctx context.Context, runID int64) error
+	// CancelIdle cancels a run nobody holds (queued, waiting or decided) and
+	// records the events, guarded by its status; ErrClaimLost when it moved.
+	CancelIdle(ctx context.Context, runID int64, from Status, events []Event) error
+}
+
+// Claim is the atomic claim of a waiting run.
+type Claim struct {
+	RunID      int64
+	From       Status
+	Digest     string
+	To         Status // StatusRunning (in request) or StatusDecided (durable)
+	ClaimedBy  string // empty for the durable path
+	LeaseUntil time.Time
+	Decision   DecisionRecord
+	// Standing are tool names approved for the rest of the run.
+	Standing []string
+}
+
+// DecisionRecord is one row of the decisions table.
+type DecisionRecord struct {
+	RunID       int64           `db:"run_id"`
+	TurnDigest  string          `db:"turn_digest"`
+	Kind        string          `db:"kind"` // approve, deny, input
+	Scope       string          `db:"scope"`
+	Reason      string          `db:"reason"`
+	Input       json.RawMessage `db:"input"`
+	DecidedBy   int64           `db:"decided_by"`
+	DeciderName string          `db:"decider_name"`
+	DecidedAt   time.Time       `db:"decided_at"`
+	Path        string          `db:"path"` // request or durable
+}
+
+// Decision kinds, scopes and paths.
+const (
+	DecisionApprove = "approve"
+	DecisionDeny    = "deny"
+	DecisionInput   = "input"
+	ScopeOnce       = "once"
+	ScopeSession    = "session"
+	PathRequest     = "request"
+	PathDurable     = "durable"
+)
+
+// Commit is one recorded step and what it changes about the run.
+type Commit struct {
+	RunID      int64
+	ClaimedBy  string
+	Event      Event
+	State      []byte
+	LeaseUntil time.Time
+	// PendingEffect is the call whose write is in flight after this step;
+	// "" clears it.
+	PendingEffect string
+	Iterations    int
+	Usage         Usage
+	// Status, when not StatusRunning, ends the hold: the run is suspended
+	// (with TurnDigest) or settled (with TerminationReason and Answer).
+	Status            Status
+	TurnDigest        string
+	TerminationReason string
+	Answer            string
+	// Executed marks the decision of this turn as being carried out.
+	Executed string
+	// Outcome, with OutcomeDigest, records how the decision's continuation
+	// ended on its decisions row.
+	Outcome       string
+	OutcomeDigest string
+	// IgnoreCancel lets the step that settles a cancelled run through.
+	IgnoreCancel bool
+}
