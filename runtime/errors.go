@@ -61,7 +61,7 @@ var (
 	ErrClaimLost = errors.New("claim lost")
 	// ErrLeaseLost: the continuation no longer holds the run.
 	ErrLeaseLost = errors.New("lease lost")
-	// ErrCancelRequested: someone asked to cancel the run; the holder
-	// settles it as cancelled at this step boundary.
+	// ErrCancelRequested: a suspension met a request to cancel the run;
+	// the holder settles it as cancelled instead.
 	ErrCancelRequested = errors.New("cancel requested")
 )

@@ -58,27 +58,27 @@ const (
 
 // Run is one execution of a configuration for its owner, as stored.
 type Run struct {
-	ID                int64
-	ConfigurationID   int64
-	OwnerID           int64
-	Origin            Origin
-	Status            Status
-	Turn              int
-	TurnDigest        string
-	State             []byte // the encoded State; see StateCodec
-	ClaimedBy         string
-	LeaseExpiresAt    *time.Time
-	PendingEffect     string
-	CancelRequested   bool
-	TerminationReason string
-	Prompt            string
-	Answer            string
-	Iterations        int
-	InputTokens       int
-	OutputTokens      int
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
-	WaitingSince      *time.Time
+	ID                int64      `db:"id"`
+	ConfigurationID   int64      `db:"configuration_id"`
+	OwnerID           int64      `db:"owner_id"`
+	Origin            Origin     `db:"origin"`
+	Status            Status     `db:"status"`
+	Turn              int        `db:"turn"`
+	TurnDigest        string     `db:"turn_digest"`
+	State             []byte     `db:"state"` // the encoded State; see StateCodec
+	ClaimedBy         string     `db:"claimed_by"`
+	LeaseExpiresAt    *time.Time `db:"lease_expires_at"`
+	PendingEffect     string     `db:"pending_effect"`
+	CancelRequested   bool       `db:"cancel_requested"`
+	TerminationReason string     `db:"termination_reason"`
+	Prompt            string     `db:"prompt"`
+	Answer            string     `db:"answer"`
+	Iterations        int        `db:"iterations"`
+	InputTokens       int        `db:"input_tokens"`
+	OutputTokens      int        `db:"output_tokens"`
+	CreatedAt         time.Time  `db:"created_at"`
+	UpdatedAt         time.Time  `db:"updated_at"`
+	WaitingSince      *time.Time `db:"waiting_since"`
 }
 
 // Role is what a user may do beyond deciding their own runs.

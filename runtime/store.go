@@ -17,21 +17,25 @@ type Store interface {
 	ConfigurationByIdentifier(ctx context.Context, identifier string) (*Configuration, error)
 	// Run returns a run, or ErrNotFound.
 	Run(ctx context.Context, id int64) (*Run, error)
-	// CreateRun inserts a run (running and claimed, or queued) and sets its ID.
-	CreateRun(ctx context.Context, r *Run) error
+	// CreateRun inserts a run, running and claimed by r.ClaimedBy for the
+	// lease, or queued, and sets its ID.
+	CreateRun(ctx context.Context, r *Run, lease time.Duration) error
 	// Claim moves a waiting run on and records its decision in one
 	// transaction; ErrClaimLost when the guard or the decision's unique key
 	// says someone else won.
 	Claim(ctx context.Context, c Claim) error
 	// Commit records one step: the event, the checkpointed state, the lease,
-	// and optionally the run's next status, in one transaction. It returns
-	// ErrCancelRequested or ErrLeaseLost when the holder may not go on.
-	Commit(ctx context.Context, c Commit) error
+	// and optionally the run's next status, in one transaction. It reports
+	// whether someone asked to cancel the run, so the holder stops at this
+	// step boundary. ErrLeaseLost when the holder does not hold the run;
+	// ErrCancelRequested (and nothing written) when a suspension meets a
+	// cancel request.
+	Commit(ctx context.Context, c Commit) (cancel bool, err error)
 	// RenewLease extends the holder's lease; ErrLeaseLost when not held.
-	RenewLease(ctx context.Context, runID int64, claimedBy string, until time.Time) error
+	RenewLease(ctx context.Context, runID int64, claimedBy string, lease time.Duration) error
 	// MarkPendingEffect stamps the call whose non-idempotent write is about
 	// to run (and renews the lease); ErrLeaseLost when not held.
-	MarkPendingEffect(ctx context.Context, runID int64, claimedBy, callID string, until time.Time) error
+	MarkPendingEffect(ctx context.Context, runID int64, claimedBy, callID string, lease time.Duration) error
 	// LastSeq returns the highest event seq of a run, 0 when it has none.
 	LastSeq(ctx context.Context, runID int64) (int, error)
 	// Decision returns the decision recorded for a turn, or ErrNotFound.
@@ -48,13 +52,15 @@ type Store interface {
 
 // Claim is the atomic claim of a waiting run.
 type Claim struct {
-	RunID      int64
-	From       Status
-	Digest     string
-	To         Status // StatusRunning (in request) or StatusDecided (durable)
-	ClaimedBy  string // empty for the durable path
-	LeaseUntil time.Time
-	Decision   DecisionRecord
+	RunID     int64
+	From      Status
+	Digest    string
+	To        Status // StatusRunning (in request) or StatusDecided (durable)
+	ClaimedBy string // empty for the durable path
+	// Lease is how long the claim holds before a worker may take it over;
+	// leases are computed on the database's clock.
+	Lease    time.Duration
+	Decision DecisionRecord
 	// Standing are tool names approved for the rest of the run.
 	Standing []string
 }
@@ -86,11 +92,11 @@ const (
 
 // Commit is one recorded step and what it changes about the run.
 type Commit struct {
-	RunID      int64
-	ClaimedBy  string
-	Event      Event
-	State      []byte
-	LeaseUntil time.Time
+	RunID     int64
+	ClaimedBy string
+	Event     Event
+	State     []byte
+	Lease     time.Duration
 	// PendingEffect is the call whose write is in flight after this step;
 	// "" clears it.
 	PendingEffect string
@@ -108,6 +114,4 @@ type Commit struct {
 	// ended on its decisions row.
 	Outcome       string
 	OutcomeDigest string
-	// IgnoreCancel lets the step that settles a cancelled run through.
-	IgnoreCancel bool
 }

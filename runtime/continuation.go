@@ -1,0 +1,482 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// interruptedNote is shown to the decider of a write whose earlier attempt
+// was interrupted: it may or may not have happened.
+const interruptedNote = "The previous attempt was interrupted; its effect is unknown. Check before approving it again."
+
+// Outcome is how a continuation ended. It is never a refusal: once a run
+// is claimed, everything that happens to it is an outcome.
+type Outcome struct {
+	RunID int64
+	// Status is the run's status afterwards: settled, waiting again, or
+	// still running when the continuation had to stop (Err says why) and
+	// another holder will finish it.
+	Status     Status
+	Reason     string // termination reason of a settled run
+	Answer     string
+	Digest     string // the new turn digest of a waiting run
+	Pending    *PendingTurn
+	Iterations int
+	Usage      Usage
+	// Steps counts the steps this continuation recorded.
+	Steps int
+	// Err is why the continuation stopped without settling or pausing: the
+	// lease was lost or the database failed. The run is not lost: a worker
+	// recovers it when its lease expires.
+	Err error
+}
+
+// Continuation is a claimed run, ready to be executed by its holder.
+type Continuation struct {
+	e        *Engine
+	run      *Run
+	cfg      *Configuration
+	state    State
+	decision *DecisionRecord // applied first, if not yet applied
+
+	provider    Provider
+	standing    map[string]bool
+	seq         int
+	steps       int
+	obs         Observer
+	cancel      bool   // someone asked to cancel; stop at the next boundary
+	interrupted string // call id whose write was interrupted (recovery)
+	lost        atomic.Bool
+}
+
+func (e *Engine) continuation(run *Run, cfg *Configuration, state State, d *DecisionRecord) *Continuation {
+	return &Continuation{e: e, run: run, cfg: cfg, state: state, decision: d}
+}
+
+// RunID is the id of the claimed run.
+func (c *Continuation) RunID() int64 { return c.run.ID }
+
+// Run executes the run until it pauses or settles, telling obs of every
+// recorded step. It goes on when ctx is cancelled (a client that went away
+// must not stop a claimed run); only losing the lease or the database stops
+// it early, and then the Outcome's Err says so.
+func (c *Continuation) Run(ctx context.Context, obs Observer) Outcome {
+	ctx = context.WithoutCancel(ctx)
+	if obs == nil {
+		obs = noObserver{}
+	}
+	c.obs = obs
+	renewCtx, stopRenew := context.WithCancel(ctx)
+	var renewing sync.WaitGroup
+	renewing.Go(func() { c.renew(renewCtx) })
+	out := c.execute(ctx)
+	stopRenew()
+	renewing.Wait()
+	out.RunID, out.Steps, out.Iterations, out.Usage = c.run.ID, c.steps, c.state.Iterations, c.state.Usage
+	if out.Err != nil {
+		c.e.log.Warn("continuation stopped", "run", c.run.ID, "err", out.Err)
+	}
+	return out
+}
+
+// renew keeps the lease alive during long steps; a step's own commit
+// renews it too.
+func (c *Continuation) renew(ctx context.Context) {
+	t := time.NewTicker(c.e.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			err := c.e.store.RenewLease(ctx, c.run.ID, c.run.ClaimedBy, c.e.lease)
+			if errors.Is(err, ErrLeaseLost) {
+				c.lost.Store(true)
+				return
+			}
+			if err != nil && ctx.Err() == nil {
+				c.e.log.Warn("lease renewal failed", "run", c.run.ID, "err", err)
+			}
+		}
+	}
+}
+
+func (c *Continuation) execute(ctx context.Context) Outcome {
+	if err := c.load(ctx); err != nil {
+		return Outcome{Status: StatusRunning, Err: err}
+	}
+	if c.decision != nil && c.state.Applied != c.decision.TurnDigest {
+		if err := c.apply(ctx); err != nil {
+			return c.stopped(err)
+		}
+	}
+	for {
+		if c.cancel {
+			return c.cancelled(ctx)
+		}
+		if c.lost.Load() {
+			return c.stopped(ErrLeaseLost)
+		}
+		if call, ok := c.nextCall(); ok {
+			if out, done := c.handle(ctx, call); done {
+				return out
+			}
+			continue
+		}
+		if last := c.state.Messages[len(c.state.Messages)-1]; last.Role == "assistant" {
+			// Every call is answered and the model had the last word.
+			return c.settle(ctx, StatusCompleted, ReasonCompleted, last.Content, "")
+		}
+		if c.state.Iterations >= c.cfg.MaxIterations {
+			return c.settle(ctx, StatusFailed, ReasonMaxIterations, "",
+				fmt.Sprintf("stopped after %d rounds (max_iterations)", c.state.Iterations))
+		}
+		if err := c.round(ctx); err != nil {
+			var pf providerError
+			if errors.As(err, &pf) {
+				return c.settle(ctx, StatusFailed, ReasonProviderFailed, "", pf.Error())
+			}
+			return c.stopped(err)
+		}
+	}
+}
+
+// load reads what the holder needs beyond the claimed row.
+func (c *Continuation) load(ctx context.Context) error {
+	var err error
+	if c.seq, err = c.e.store.LastSeq(ctx, c.run.ID); err != nil {
+		return err
+	}
+	tools, err := c.e.store.StandingApprovals(ctx, c.run.ID)
+	if err != nil {
+		return err
+	}
+	c.standing = make(map[string]bool, len(tools))
+	for _, t := range tools {
+		c.standing[t] = true
+	}
+	c.interrupted = c.run.PendingEffect
+	if c.state.Verdicts == nil {
+		c.state.Verdicts = map[string]Verdict{}
+	}
+	return nil
+}
+
+// apply records the claimed decision as the continuation's first step.
+func (c *Continuation) apply(ctx context.Context) error {
+	d, pending := c.decision, c.state.Pending
+	if pending == nil {
+		return fmt.Errorf("runtime: run %d: decision without a pending turn", c.run.ID)
+	}
+	kind := KindApproval
+	p := payload{"by": d.DeciderName, "decision": d.Kind, "calls": len(pending.Calls)}
+	switch d.Kind {
+	case DecisionInput:
+		kind = KindInput
+		call := pending.Calls[0]
+		c.state.Verdicts[call.ID] = Verdict{Approved: true, By: d.DeciderName}
+		c.state.Messages = append(c.state.Messages, Message{Role: "tool", ToolCallID: call.ID,
+			ToolName: call.Name, Content: string(d.Input)})
+	default:
+		p["scope"], p["reason"] = d.Scope, d.Reason
+		approved := d.Kind == DecisionApprove
+		for _, call := range pending.Calls {
+			c.state.Verdicts[call.ID] = Verdict{Approved: approved, By: d.DeciderName, Reason: d.Reason}
+			if approved && d.Scope == ScopeSession {
+				c.standing[call.Name] = true
+			}
+			if !approved {
+				msg := "denied by " + d.DeciderName
+				if d.Reason != "" {
+					msg += ": " + d.Reason
+				}
+				c.state.Messages = append(c.state.Messages, Message{Role: "tool", ToolCallID: call.ID,
+					ToolName: call.Name, Content: msg, IsError: true})
+			}
+		}
+	}
+	c.state.Pending, c.state.Applied = nil, d.TurnDigest
+	return c.record(ctx, kind, 0, 0, p, func(cm *Commit) { cm.Executed = d.TurnDigest })
+}
+
+// nextCall returns the first call of the model's last message that has no
+// result yet.
+func (c *Continuation) nextCall() (ToolCall, bool) {
+	msgs := c.state.Messages
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "assistant" {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, m := range msgs[i+1:] {
+			answered[m.ToolCallID] = true
+		}
+		for _, call := range msgs[i].ToolCalls {
+			if !answered[call.ID] {
+				return call, true
+			}
+		}
+		return ToolCall{}, false
+	}
+	return ToolCall{}, false
+}
+
+// tool returns a tool the configuration allows.
+func (c *Continuation) tool(name string) (Tool, bool) {
+	for _, allowed := range c.cfg.Tools {
+		if allowed == name {
+			return c.e.Tool(name)
+		}
+	}
+	return nil, false
+}
+
+// needsPerson reports whether a call waits for a person's decision.
+func (c *Continuation) needsPerson(call ToolCall) bool {
+	t, ok := c.tool(call.Name)
+	if !ok {
+		return false
+	}
+	spec := t.Spec()
+	if spec.Asks != nil {
+		return true
+	}
+	return c.cfg.NeedsApproval(spec) && !c.standing[call.Name]
+}
+
+// handle answers one call: executes it, or pauses the run for a person.
+func (c *Continuation) handle(ctx context.Context, call ToolCall) (Outcome, bool) {
+	t, ok := c.tool(call.Name)
+	if !ok {
+		return c.toolResult(ctx, call, "", fmt.Errorf("tool %q is not available to this agent", call.Name), 0)
+	}
+	spec := t.Spec()
+	if call.ID == c.interrupted {
+		// A write of this call was in flight when its holder died. It may
+		// or may not have happened: never repeat it blindly.
+		c.interrupted = ""
+		delete(c.state.Verdicts, call.ID)
+		if c.state.Attempts == nil {
+			c.state.Attempts = map[string]int{}
+		}
+		c.state.Attempts[call.ID]++
+		return c.suspend(ctx, PendingTurn{Kind: TurnApproval, Calls: []ToolCall{call},
+			Note: interruptedNote, Attempt: c.state.Attempts[call.ID]})
+	}
+	if spec.Asks != nil {
+		return c.suspend(ctx, PendingTurn{Kind: TurnInput, Calls: []ToolCall{call}, Schema: spec.Asks})
+	}
+	if c.needsPerson(call) {
+		v, decided := c.state.Verdicts[call.ID]
+		if !decided {
+			return c.suspend(ctx, PendingTurn{Kind: TurnApproval, Calls: c.undecided()})
+		}
+		if !v.Approved {
+			// apply answers denied calls; this only guards the invariant.
+			return c.toolResult(ctx, call, "", fmt.Errorf("denied by %s", v.By), 0)
+		}
+	}
+	if spec.Effect == NonIdempotentWrite {
+		if err := c.e.store.MarkPendingEffect(ctx, c.run.ID, c.run.ClaimedBy, call.ID, c.e.lease); err != nil {
+			return c.stopped(err), true
+		}
+	}
+	start := time.Now()
+	result, err := t.Call(ctx, Invocation{RunID: c.run.ID, OwnerID: c.run.OwnerID, CallID: call.ID, Arguments: call.Arguments})
+	return c.toolResult(ctx, call, result, err, time.Since(start))
+}
+
+// undecided lists the unanswered calls of the last message that wait for
+// an approval: one turn asks about all of them at once.
+func (c *Continuation) undecided() []ToolCall {
+	var calls []ToolCall
+	msgs := c.state.Messages
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "assistant" {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, m := range msgs[i+1:] {
+			answered[m.ToolCallID] = true
+		}
+		for _, call := range msgs[i].ToolCalls {
+			t, ok := c.tool(call.Name)
+			_, decided := c.state.Verdicts[call.ID]
+			if !answered[call.ID] && !decided && ok && t.Spec().Asks == nil && c.needsPerson(call) {
+				calls = append(calls, call)
+			}
+		}
+		break
+	}
+	return calls
+}
+
+// toolResult records a tool's result (an error becomes a result the model
+// sees) and clears the pending effect in the same commit.
+func (c *Continuation) toolResult(ctx context.Context, call ToolCall, result string, callErr error, took time.Duration) (Outcome, bool) {
+	msg := Message{Role: "tool", ToolCallID: call.ID, ToolName: call.Name, Content: result}
+	if callErr != nil {
+		msg.Content, msg.IsError = "error: "+callErr.Error(), true
+	}
+	c.state.Messages = append(c.state.Messages, msg)
+	p := payload{"call_id": call.ID, "tool": call.Name, "is_error": msg.IsError, "result": content{msg.Content}}
+	if err := c.record(ctx, KindTool, c.state.Iterations, took, p, nil); err != nil {
+		return c.stopped(err), true
+	}
+	return Outcome{}, false
+}
+
+// providerError marks a failed round, which settles the run as failed.
+type providerError struct{ err error }
+
+func (p providerError) Error() string { return "provider failed: " + p.err.Error() }
+func (p providerError) Unwrap() error { return p.err }
+
+// round asks the provider for the next round and records it.
+func (c *Continuation) round(ctx context.Context) error {
+	provider, err := c.providerFor()
+	if err != nil {
+		return providerError{err}
+	}
+	var specs []ToolSpec
+	for _, name := range c.cfg.Tools {
+		if t, ok := c.e.Tool(name); ok {
+			specs = append(specs, t.Spec())
+		}
+	}
+	start := time.Now()
+	res, err := provider.Round(ctx, RoundRequest{Round: c.state.Iterations + 1, Model: c.cfg.Provider.Model,
+		Messages: c.state.Messages, Tools: specs}, nil)
+	if err != nil {
+		return providerError{err}
+	}
+	took := time.Since(start)
+	c.state.Iterations++
+	c.state.Usage.InputTokens += res.Usage.InputTokens
+	c.state.Usage.OutputTokens += res.Usage.OutputTokens
+	c.state.Messages = append(c.state.Messages, Message{Role: "assistant", Content: res.Text, ToolCalls: res.ToolCalls})
+	calls := make([]payload, len(res.ToolCalls))
+	for i, tc := range res.ToolCalls {
+		calls[i] = payload{"id": tc.ID, "name": tc.Name, "arguments": content{tc.Arguments}}
+	}
+	p := payload{"text": content{res.Text}, "tool_calls": calls, "usage": res.Usage}
+	return c.record(ctx, KindLLM, c.state.Iterations, took, p, nil)
+}
+
+func (c *Continuation) providerFor() (Provider, error) {
+	if c.provider == nil {
+		p, err := c.e.providers(c.cfg)
+		if err != nil {
+			return nil, err
+		}
+		c.provider = p
+	}
+	return c.provider, nil
+}
+
+// suspend pauses the run on a new turn with a new digest.
+func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, bool) {
+	digest, err := Digest(turn)
+	if err != nil {
+		return c.stopped(err), true
+	}
+	c.state.Pending = &turn
+	status := StatusWaitingForApproval
+	if turn.Kind == TurnInput {
+		status = StatusWaitingForInput
+	}
+	calls := make([]payload, len(turn.Calls))
+	for i, tc := range turn.Calls {
+		calls[i] = payload{"id": tc.ID, "name": tc.Name, "arguments": content{tc.Arguments}}
+	}
+	p := payload{"kind": turn.Kind, "calls": calls, "digest": digest}
+	if turn.Note != "" {
+		p["note"] = turn.Note
+	}
+	err = c.record(ctx, KindSuspend, c.state.Iterations, 0, p, func(cm *Commit) {
+		cm.Status, cm.TurnDigest = status, digest
+		c.outcome(cm, "waiting")
+	})
+	if errors.Is(err, ErrCancelRequested) {
+		c.state.Pending = nil
+		return c.cancelled(ctx), true
+	}
+	if err != nil {
+		return c.stopped(err), true
+	}
+	return Outcome{Status: status, Digest: digest, Pending: &turn}, true
+}
+
+// settle ends the run for good.
+func (c *Continuation) settle(ctx context.Context, status Status, reason, answer, detail string) Outcome {
+	p := payload{"status": string(status), "reason": reason, "answer": content{answer},
+		"iterations": c.state.Iterations, "usage": c.state.Usage}
+	if detail != "" {
+		p["detail"] = detail
+	}
+	err := c.record(ctx, KindSettle, c.state.Iterations, 0, p, func(cm *Commit) {
+		cm.Status, cm.TerminationReason, cm.Answer = status, reason, answer
+		c.outcome(cm, string(status))
+	})
+	if err != nil {
+		return c.stopped(err)
+	}
+	return Outcome{Status: status, Reason: reason, Answer: answer}
+}
+
+// cancelled honours a cancel request at a step boundary.
+func (c *Continuation) cancelled(ctx context.Context) Outcome {
+	if err := c.record(ctx, KindCancel, c.state.Iterations, 0, payload{"requested": true}, nil); err != nil {
+		return c.stopped(err)
+	}
+	return c.settle(ctx, StatusCancelled, ReasonCancelled, "", "")
+}
+
+// outcome notes on the decision's row how its continuation ended.
+func (c *Continuation) outcome(cm *Commit, outcome string) {
+	if c.decision != nil {
+		cm.Outcome, cm.OutcomeDigest = outcome, c.decision.TurnDigest
+	}
+}
+
+// stopped ends a continuation that may not go on; the run stays running
+// until its lease expires and a worker recovers it.
+func (c *Continuation) stopped(err error) Outcome {
+	return Outcome{Status: StatusRunning, Err: err}
+}
+
+// record commits one step: its event, the checkpointed state and the
+// lease, in one transaction, then tells the observer.
+func (c *Continuation) record(ctx context.Context, kind EventKind, round int, took time.Duration, p payload, edit func(*Commit)) error {
+	blob, err := c.e.codec.Encode(c.state)
+	if err != nil {
+		return err
+	}
+	ev := Event{RunID: c.run.ID, Seq: c.seq + 1, Kind: kind, Round: round, DurationMS: took.Milliseconds(),
+		Payload: filter(c.cfg.PrivacyLevel, p)}
+	cm := Commit{RunID: c.run.ID, ClaimedBy: c.run.ClaimedBy, Event: ev, State: blob, Lease: c.e.lease,
+		Iterations: c.state.Iterations, Usage: c.state.Usage, Status: StatusRunning}
+	if edit != nil {
+		edit(&cm)
+	}
+	cancel, err := c.e.store.Commit(ctx, cm)
+	c.cancel = c.cancel || cancel
+	if err != nil {
+		return err
+	}
+	c.seq++
+	c.steps++
+	ev.CreatedAt = time.Now()
+	step := Step{Event: ev}
+	if c.cfg.PrivacyLevel == PrivacyFull {
+		step.Full = ev.Payload
+	} else {
+		step.Full = filter(PrivacyFull, p)
+	}
+	c.obs.OnStep(step)
+	return nil
+}

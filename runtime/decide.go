@@ -1,0 +1,204 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// maxReasonRunes bounds a decision's reason.
+const maxReasonRunes = 2000
+
+// DecideRequest is a person's approval or denial of a pending turn.
+type DecideRequest struct {
+	RunID    int64
+	Digest   string // the turn digest the decider saw
+	Decision string // DecisionApprove or DecisionDeny
+	Scope    string // ScopeOnce (default) or ScopeSession
+	Reason   string
+	Actor    Actor
+	// Path is PathRequest (the caller runs the continuation) or PathDurable
+	// (a worker does).
+	Path string
+	// Inbox marks a decision made in the inbox, which refuses process runs.
+	Inbox bool
+}
+
+// InputRequest is a person's answer to an input turn.
+type InputRequest struct {
+	RunID  int64
+	Digest string
+	Input  json.RawMessage
+	Actor  Actor
+	Path   string
+	Inbox  bool
+}
+
+// Decide runs the decision pipeline for an approval or a denial: the checks
+// that write nothing, in the order of SPEC §3, then the atomic claim. It
+// returns a *Refusal when it will not decide, with nothing written. On the
+// request path the returned continuation must be run by the caller; on the
+// durable path it is nil and a worker carries the decision out.
+func (e *Engine) Decide(ctx context.Context, req DecideRequest) (*Continuation, error) {
+	if req.Decision != DecisionApprove && req.Decision != DecisionDeny {
+		return nil, refuse(CodeInvalidRequest, "decision must be approve or deny")
+	}
+	if req.Scope == "" {
+		req.Scope = ScopeOnce
+	}
+	if req.Scope != ScopeOnce && req.Scope != ScopeSession {
+		return nil, refuse(CodeInvalidRequest, "scope must be once or session")
+	}
+	if utf8.RuneCountInString(req.Reason) > maxReasonRunes || !utf8.ValidString(req.Reason) {
+		return nil, refuse(CodeInvalidRequest, "the reason must be valid text of at most %d characters", maxReasonRunes)
+	}
+	p := pipeline{e: e, runID: req.RunID, digest: req.Digest, actor: req.Actor, path: req.Path,
+		inbox: req.Inbox, waitFor: StatusWaitingForApproval, approve: req.Decision == DecisionApprove}
+	if err := p.check(ctx); err != nil {
+		return nil, err
+	}
+	if p.approve {
+		if err := p.checkGrants(); err != nil {
+			return nil, err
+		}
+	}
+	var standing []string
+	if p.approve && req.Scope == ScopeSession {
+		for _, c := range p.state.Pending.Calls {
+			standing = append(standing, c.Name)
+		}
+	}
+	return p.claim(ctx, DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}, standing)
+}
+
+// SubmitInput runs the decision pipeline for an answer to an input turn;
+// see Decide. An answer that fails the schema is refused with
+// invalid_input and a message per field.
+func (e *Engine) SubmitInput(ctx context.Context, req InputRequest) (*Continuation, error) {
+	p := pipeline{e: e, runID: req.RunID, digest: req.Digest, actor: req.Actor, path: req.Path,
+		inbox: req.Inbox, waitFor: StatusWaitingForInput}
+	if err := p.check(ctx); err != nil {
+		return nil, err
+	}
+	fields, err := e.validator.Errors(p.state.Pending.Schema, req.Input)
+	if err != nil {
+		return nil, &Refusal{Code: CodeInvalidInput, Message: "the answer is not valid JSON",
+			Fields: map[string]string{"": err.Error()}}
+	}
+	if fields != nil {
+		return nil, &Refusal{Code: CodeInvalidInput, Message: "the answer does not fit the form", Fields: fields}
+	}
+	return p.claim(ctx, DecisionRecord{Kind: DecisionInput, Scope: ScopeOnce, Input: req.Input}, nil)
+}
+
+// pipeline carries one decision through its checks and its claim.
+type pipeline struct {
+	e       *Engine
+	runID   int64
+	digest  string
+	actor   Actor
+	path    string
+	inbox   bool
+	waitFor Status
+	approve bool
+
+	run   *Run
+	cfg   *Configuration
+	state State
+}
+
+// check runs the checks that write nothing, in the order SPEC §3 gives.
+func (p *pipeline) check(ctx context.Context) error {
+	run, err := p.e.store.Run(ctx, p.runID)
+	if errors.Is(err, ErrNotFound) {
+		return refuse(CodeNotFound, "no run %d", p.runID)
+	}
+	if err != nil {
+		return err
+	}
+	p.run = run
+	if run.Status != p.waitFor {
+		return refuse(CodeNotWaiting, "run %d is %s, not %s", run.ID, run.Status, p.waitFor)
+	}
+	if p.actor.Role != RoleAdmin && !p.actor.Has(GrantApprove) && p.actor.ID != run.OwnerID {
+		return refuse(CodeNotPermitted, "you may not decide run %d", run.ID)
+	}
+	if p.inbox && run.Origin == OriginProcess {
+		return refuse(CodeProcessRun, "run %d is decided by the process that started it", run.ID)
+	}
+	cfg, err := p.e.store.Configuration(ctx, run.ConfigurationID)
+	if errors.Is(err, ErrNotFound) || (err == nil && !cfg.Active) {
+		return refuse(CodeInactiveConfiguration, "the configuration of run %d is not active", run.ID)
+	}
+	if err != nil {
+		return err
+	}
+	p.cfg = cfg
+	if p.approve && cfg.RequireSecondApprover && p.actor.ID == run.OwnerID {
+		return refuse(CodeFourEyes, "someone else has to approve run %d; you may deny it", run.ID)
+	}
+	state, err := p.e.codec.Decode(run.State)
+	if err != nil || state.Pending == nil {
+		return refuse(CodeUnreadableState, "the suspended state of run %d cannot be read", run.ID)
+	}
+	p.state = state
+	return nil
+}
+
+// checkGrants: approving a write turn takes every grant its tools name.
+func (p *pipeline) checkGrants() error {
+	for _, c := range p.state.Pending.Calls {
+		if g := p.cfg.Grant(c.Name); g != "" && !p.actor.Has(g) {
+			return refuse(CodeApproverNotPermitted, "approving %s takes the %q grant", c.Name, g)
+		}
+	}
+	return nil
+}
+
+// claim is the atomic claim: the run moves on only if it still waits on
+// the very turn the decider saw, and the decision is recorded with it.
+func (p *pipeline) claim(ctx context.Context, d DecisionRecord, standing []string) (*Continuation, error) {
+	d.RunID, d.TurnDigest, d.DecidedBy, d.DeciderName = p.runID, p.digest, p.actor.ID, p.actor.Name
+	c := Claim{RunID: p.runID, From: p.waitFor, Digest: p.digest, Decision: d, Standing: standing}
+	switch p.path {
+	case PathDurable:
+		c.To, d.Path = StatusDecided, PathDurable
+	case PathRequest, "":
+		c.To, d.Path = StatusRunning, PathRequest
+		c.ClaimedBy, c.Lease = holderID(), p.e.lease
+	default:
+		return nil, fmt.Errorf("runtime: decide: unknown path %q", p.path)
+	}
+	c.Decision = d
+	if err := p.e.store.Claim(ctx, c); err != nil {
+		if errors.Is(err, ErrClaimLost) {
+			return nil, p.lost(ctx)
+		}
+		return nil, err
+	}
+	if c.To == StatusDecided {
+		return nil, nil
+	}
+	run := *p.run
+	run.Status, run.ClaimedBy = StatusRunning, c.ClaimedBy
+	return p.e.continuation(&run, p.cfg, p.state, &d), nil
+}
+
+// lost classifies a claim someone else won.
+func (p *pipeline) lost(ctx context.Context) error {
+	run, err := p.e.store.Run(ctx, p.runID)
+	if err != nil {
+		return fmt.Errorf("runtime: classify lost claim of run %d: %w", p.runID, err)
+	}
+	switch {
+	case run.Status.Waiting() && run.TurnDigest != p.digest:
+		return &Refusal{Code: CodeStaleTurn, Digest: run.TurnDigest,
+			Message: "the pending action changed; review it again"}
+	case run.Status.Terminal():
+		return refuse(CodeNotWaiting, "run %d is already %s", run.ID, run.Status)
+	default:
+		return refuse(CodeAlreadyResuming, "run %d is already being resumed", run.ID)
+	}
+}

@@ -1,0 +1,209 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+)
+
+// DefaultLease is how long a claim holds without a renewal before a worker
+// may take the run over.
+const DefaultLease = 30 * time.Second
+
+// maxPromptBytes bounds a run's prompt.
+const maxPromptBytes = 64 << 10
+
+// Engine runs agent runs and carries out people's decisions about them.
+// It is safe for concurrent use.
+type Engine struct {
+	store     Store
+	tools     map[string]Tool
+	providers ProviderFactory
+	validator Validator
+	codec     StateCodec
+	lease     time.Duration
+	log       *slog.Logger
+}
+
+// Options are an Engine's dependencies; Store, Tools, Providers and
+// Validator are required.
+type Options struct {
+	Store     Store
+	Tools     map[string]Tool
+	Providers ProviderFactory
+	Validator Validator
+	// Codec encodes the suspended state; JSONCodec when nil.
+	Codec StateCodec
+	// Lease is the claim's lease; DefaultLease when zero.
+	Lease  time.Duration
+	Logger *slog.Logger
+}
+
+// New returns an engine.
+func New(o Options) *Engine {
+	e := &Engine{store: o.Store, tools: o.Tools, providers: o.Providers, validator: o.Validator,
+		codec: o.Codec, lease: o.Lease, log: o.Logger}
+	if e.codec == nil {
+		e.codec = JSONCodec{}
+	}
+	if e.lease <= 0 {
+		e.lease = DefaultLease
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	return e
+}
+
+// Tool returns a registered tool.
+func (e *Engine) Tool(name string) (Tool, bool) {
+	t, ok := e.tools[name]
+	return t, ok
+}
+
+// holderID names one claim: a continuation's lease belongs to it alone, so
+// two continuations in one process can never take each other's steps.
+func holderID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return fmt.Sprintf("p%d-%s", os.Getpid(), hex.EncodeToString(b))
+}
+
+// StartRequest starts a run.
+type StartRequest struct {
+	Configuration string // identifier
+	Prompt        string
+	Owner         Actor
+	Origin        Origin
+}
+
+// Start creates a run held by the caller and returns its continuation,
+// which runs it until it pauses or settles. Refusals: not_found for an
+// unknown configuration, inactive_configuration, invalid_request.
+func (e *Engine) Start(ctx context.Context, req StartRequest) (*Continuation, error) {
+	run, cfg, state, err := e.newRun(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	run.Status, run.ClaimedBy = StatusRunning, holderID()
+	if err := e.store.CreateRun(ctx, run, e.lease); err != nil {
+		return nil, err
+	}
+	return e.continuation(run, cfg, state, nil), nil
+}
+
+// Enqueue creates a queued run that a worker starts, and returns its id.
+func (e *Engine) Enqueue(ctx context.Context, req StartRequest) (int64, error) {
+	run, _, _, err := e.newRun(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	run.Status = StatusQueued
+	if err := e.store.CreateRun(ctx, run, 0); err != nil {
+		return 0, err
+	}
+	return run.ID, nil
+}
+
+func (e *Engine) newRun(ctx context.Context, req StartRequest) (*Run, *Configuration, State, error) {
+	prompt := strings.TrimSpace(req.Prompt)
+	switch {
+	case prompt == "":
+		return nil, nil, State{}, refuse(CodeInvalidRequest, "the prompt is empty")
+	case len(prompt) > maxPromptBytes:
+		return nil, nil, State{}, refuse(CodeInvalidRequest, "the prompt is longer than %d bytes", maxPromptBytes)
+	}
+	origin := req.Origin
+	if origin == "" {
+		origin = OriginInteractive
+	}
+	if origin != OriginInteractive && origin != OriginProcess {
+		return nil, nil, State{}, refuse(CodeInvalidRequest, "origin must be interactive or process")
+	}
+	cfg, err := e.store.ConfigurationByIdentifier(ctx, req.Configuration)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, State{}, refuse(CodeNotFound, "no configuration %q", req.Configuration)
+	}
+	if err != nil {
+		return nil, nil, State{}, err
+	}
+	if !cfg.Active {
+		return nil, nil, State{}, refuse(CodeInactiveConfiguration, "configuration %q is not active", cfg.Identifier)
+	}
+	for _, name := range cfg.Tools {
+		if _, ok := e.tools[name]; !ok {
+			return nil, nil, State{}, refuse(CodeInvalidRequest, "configuration %q names tool %q, which this server does not have", cfg.Identifier, name)
+		}
+	}
+	var state State
+	if cfg.SystemPrompt != "" {
+		state.Messages = append(state.Messages, Message{Role: "system", Content: cfg.SystemPrompt})
+	}
+	state.Messages = append(state.Messages, Message{Role: "user", Content: prompt})
+	blob, err := e.codec.Encode(state)
+	if err != nil {
+		return nil, nil, State{}, err
+	}
+	run := &Run{ConfigurationID: cfg.ID, OwnerID: req.Owner.ID, Origin: origin, State: blob, Prompt: prompt}
+	return run, cfg, state, nil
+}
+
+// CancelResult says what a cancel did.
+type CancelResult struct {
+	// Status is cancelled when the run was idle, or running when its
+	// holder will cancel it at the next step boundary.
+	Status Status
+}
+
+// Cancel cancels a run from any non-terminal state: at once when nobody
+// holds it, cooperatively at the next step boundary when it runs. Only the
+// owner and admins may cancel. Refusals: not_found, not_permitted,
+// not_waiting (already settled).
+func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelResult, error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		run, err := e.store.Run(ctx, runID)
+		if errors.Is(err, ErrNotFound) {
+			return CancelResult{}, refuse(CodeNotFound, "no run %d", runID)
+		}
+		if err != nil {
+			return CancelResult{}, err
+		}
+		if actor.Role != RoleAdmin && actor.ID != run.OwnerID {
+			return CancelResult{}, refuse(CodeNotPermitted, "only the run's owner or an admin may cancel it")
+		}
+		if run.Status.Terminal() {
+			return CancelResult{}, refuse(CodeNotWaiting, "run %d is already %s", runID, run.Status)
+		}
+		if run.Status == StatusRunning {
+			err = e.store.RequestCancel(ctx, runID)
+			if err == nil {
+				return CancelResult{Status: StatusRunning}, nil
+			}
+		} else {
+			events := cancelEvents(actor, run.Status)
+			err = e.store.CancelIdle(ctx, runID, run.Status, events)
+			if err == nil {
+				return CancelResult{Status: StatusCancelled}, nil
+			}
+		}
+		if !errors.Is(err, ErrClaimLost) {
+			return CancelResult{}, err
+		}
+		// The run moved between the read and the guarded update: look again.
+	}
+	return CancelResult{}, refuse(CodeAlreadyResuming, "run %d keeps changing; try again", runID)
+}
+
+// cancelEvents are the events of a cancel: who asked, and the settle.
+// Neither carries content, so they need no privacy filter.
+func cancelEvents(actor Actor, from Status) []Event {
+	by := filter(PrivacyMetadata, payload{"by": actor.Name, "from": string(from)})
+	settle := filter(PrivacyMetadata, payload{"status": string(StatusCancelled), "reason": ReasonCancelled})
+	return []Event{{Kind: KindCancel, Payload: by}, {Kind: KindSettle, Payload: settle}}
+}

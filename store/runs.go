@@ -1,0 +1,363 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+)
+
+var _ runtime.Store = (*Store)(nil)
+
+// runColumns selects a run; NULLs become zero values so rows scan into
+// runtime.Run directly.
+const runColumns = `id, configuration_id, owner_id, origin, status, turn,
+	COALESCE(turn_digest, '') AS turn_digest, state, COALESCE(claimed_by, '') AS claimed_by,
+	lease_expires_at, COALESCE(pending_effect, '') AS pending_effect, cancel_requested,
+	COALESCE(termination_reason, '') AS termination_reason, prompt, COALESCE(answer, '') AS answer,
+	iterations, input_tokens, output_tokens, created_at, updated_at, waiting_since`
+
+// micros turns a lease into the microseconds MySQL's INTERVAL takes; leases
+// are computed on the database's clock so that every process agrees on
+// when one expired.
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// Run returns a run, or ErrNotFound.
+func (s *Store) Run(ctx context.Context, id int64) (*runtime.Run, error) {
+	var r runtime.Run
+	err := s.db.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id)
+	if err != nil {
+		return nil, notFound(fmt.Sprintf("run %d", id), err)
+	}
+	return &r, nil
+}
+
+// CreateRun inserts a run and sets its ID. A running run starts claimed by
+// r.ClaimedBy with a lease of the given length; a queued one unclaimed.
+func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, lease time.Duration) error {
+	res, err := s.db.ExecContext(ctx, `
+		INSERT INTO runs (configuration_id, owner_id, origin, status, state, claimed_by,
+			lease_expires_at, prompt)
+		VALUES (?, ?, ?, ?, ?, NULLIF(?, ''), IF(? = '', NULL, NOW(6) + INTERVAL ? MICROSECOND), ?)`,
+		r.ConfigurationID, r.OwnerID, r.Origin, r.Status, r.State, r.ClaimedBy,
+		r.ClaimedBy, micros(lease), r.Prompt)
+	if err != nil {
+		return fmt.Errorf("store: create run: %w", err)
+	}
+	if r.ID, err = res.LastInsertId(); err != nil {
+		return fmt.Errorf("store: create run: %w", err)
+	}
+	return nil
+}
+
+// Claim moves a waiting run on and records its decision in one
+// transaction. The turn digest is part of the guard, so a form rendered for
+// an earlier turn can never claim a later one; the decisions table's unique
+// key on (run_id, turn_digest) makes a second decision of one turn
+// impossible even if the guard were wrong.
+func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `
+		UPDATE runs SET status = ?, claimed_by = NULLIF(?, ''),
+			lease_expires_at = IF(? = '', NULL, NOW(6) + INTERVAL ? MICROSECOND),
+			decided_at = NOW(6), waiting_since = NULL, updated_at = NOW(6)
+		WHERE id = ? AND status = ? AND turn_digest = ?`,
+		c.To, c.ClaimedBy, c.ClaimedBy, micros(c.Lease), c.RunID, c.From, c.Digest)
+	if err := oneRow(res, err, runtime.ErrClaimLost); err != nil {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, err)
+	}
+	d := c.Decision
+	_, err = tx.ExecContext(ctx, `
+		INSERT INTO decisions (run_id, turn_digest, kind, scope, reason, input, decided_by, path)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.RunID, c.Digest, d.Kind, d.Scope, d.Reason, nullJSON(d.Input), d.DecidedBy, d.Path)
+	if isDuplicate(err) {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
+	}
+	if err != nil {
+		return fmt.Errorf("store: claim run %d: record decision: %w", c.RunID, err)
+	}
+	for _, tool := range c.Standing {
+		if _, err := tx.ExecContext(ctx, `
+			INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by) VALUES (?, ?, ?)`,
+			c.RunID, tool, d.DecidedBy); err != nil {
+			return fmt.Errorf("store: claim run %d: standing approval: %w", c.RunID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, err)
+	}
+	return nil
+}
+
+// Commit records one step in one transaction: it locks the run row and
+// checks the holder, writes the checkpoint and lease (and the next status,
+// when the step suspends or settles the run), and appends the event. The
+// cancel flag comes back from the same locked read, so checking for
+// cancellation at every step boundary costs no extra round trip.
+func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, err)
+	}
+	defer tx.Rollback()
+	var held struct {
+		Status    runtime.Status `db:"status"`
+		ClaimedBy string         `db:"claimed_by"`
+		Cancel    bool           `db:"cancel_requested"`
+	}
+	err = tx.GetContext(ctx, &held, `
+		SELECT status, COALESCE(claimed_by, '') AS claimed_by, cancel_requested
+		FROM runs WHERE id = ? FOR UPDATE`, c.RunID)
+	if err != nil {
+		return false, notFound(fmt.Sprintf("commit step of run %d", c.RunID), err)
+	}
+	if held.Status != runtime.StatusRunning || held.ClaimedBy != c.ClaimedBy {
+		return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, runtime.ErrLeaseLost)
+	}
+	if held.Cancel && c.Status.Waiting() {
+		return true, fmt.Errorf("store: suspend run %d: %w", c.RunID, runtime.ErrCancelRequested)
+	}
+	if err := commitRun(ctx, tx, c); err != nil {
+		return false, err
+	}
+	if err := insertEvent(ctx, tx, c.RunID, c.Event); err != nil {
+		return false, err
+	}
+	if c.Executed != "" {
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE decisions SET executed_at = NOW(6)
+			WHERE run_id = ? AND turn_digest = ? AND executed_at IS NULL`, c.RunID, c.Executed); err != nil {
+			return false, fmt.Errorf("store: mark decision of run %d executed: %w", c.RunID, err)
+		}
+	}
+	if c.Outcome != "" {
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE decisions SET outcome = ? WHERE run_id = ? AND turn_digest = ?`,
+			c.Outcome, c.RunID, c.OutcomeDigest); err != nil {
+			return false, fmt.Errorf("store: record outcome of run %d: %w", c.RunID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, err)
+	}
+	return held.Cancel, nil
+}
+
+// commitRun writes the run's side of a step. The row is locked and held by
+// the caller, so the UPDATE needs no guard of its own.
+func commitRun(ctx context.Context, tx sqlx.ExtContext, c runtime.Commit) error {
+	var err error
+	switch {
+	case c.Status == runtime.StatusRunning || c.Status == "":
+		_, err = tx.ExecContext(ctx, `
+			UPDATE runs SET state = ?, lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND,
+				pending_effect = NULLIF(?, ''), iterations = ?, input_tokens = ?, output_tokens = ?,
+				updated_at = NOW(6)
+			WHERE id = ?`,
+			c.State, micros(c.Lease), c.PendingEffect, c.Iterations, c.Usage.InputTokens,
+			c.Usage.OutputTokens, c.RunID)
+	case c.Status.Waiting():
+		_, err = tx.ExecContext(ctx, `
+			UPDATE runs SET status = ?, state = ?, turn = turn + 1, turn_digest = ?,
+				claimed_by = NULL, lease_expires_at = NULL, pending_effect = NULL,
+				iterations = ?, input_tokens = ?, output_tokens = ?,
+				waiting_since = NOW(6), updated_at = NOW(6)
+			WHERE id = ?`,
+			c.Status, c.State, c.TurnDigest, c.Iterations, c.Usage.InputTokens,
+			c.Usage.OutputTokens, c.RunID)
+	case c.Status.Terminal() || c.Status == runtime.StatusDecided:
+		// Settled, or handed back to the workers (decided, lease cleared).
+		_, err = tx.ExecContext(ctx, `
+			UPDATE runs SET status = ?, state = ?, claimed_by = NULL, lease_expires_at = NULL,
+				pending_effect = NULL, termination_reason = NULLIF(?, ''), answer = ?,
+				iterations = ?, input_tokens = ?, output_tokens = ?, updated_at = NOW(6)
+			WHERE id = ?`,
+			c.Status, c.State, c.TerminationReason, c.Answer, c.Iterations,
+			c.Usage.InputTokens, c.Usage.OutputTokens, c.RunID)
+	default:
+		return fmt.Errorf("store: commit step of run %d: cannot move to %q", c.RunID, c.Status)
+	}
+	if err != nil {
+		return fmt.Errorf("store: commit step of run %d: %w", c.RunID, err)
+	}
+	return nil
+}
+
+func insertEvent(ctx context.Context, tx sqlx.ExtContext, runID int64, e runtime.Event) error {
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload)
+		VALUES (?, ?, ?, ?, ?, ?)`,
+		runID, e.Seq, e.Kind, e.Round, e.DurationMS, string(e.Payload))
+	if isDuplicate(err) {
+		// Only the holder appends; a clash means another holder did.
+		return fmt.Errorf("store: append event %d of run %d: %w", e.Seq, runID, runtime.ErrLeaseLost)
+	}
+	if err != nil {
+		return fmt.Errorf("store: append event %d of run %d: %w", e.Seq, runID, err)
+	}
+	return nil
+}
+
+// RenewLease extends the holder's lease.
+func (s *Store) RenewLease(ctx context.Context, runID int64, claimedBy string, lease time.Duration) error {
+	res, err := s.db.ExecContext(ctx, `
+		UPDATE runs SET lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND
+		WHERE id = ? AND status = 'running' AND claimed_by = ?`, micros(lease), runID, claimedBy)
+	if err := oneRow(res, err, runtime.ErrLeaseLost); err != nil {
+		return fmt.Errorf("store: renew lease of run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// MarkPendingEffect stamps the call whose write is about to run.
+func (s *Store) MarkPendingEffect(ctx context.Context, runID int64, claimedBy, callID string, lease time.Duration) error {
+	res, err := s.db.ExecContext(ctx, `
+		UPDATE runs SET pending_effect = ?, lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND
+		WHERE id = ? AND status = 'running' AND claimed_by = ?`, callID, micros(lease), runID, claimedBy)
+	if err := oneRow(res, err, runtime.ErrLeaseLost); err != nil {
+		return fmt.Errorf("store: mark pending effect of run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// TakeOver hands a running run whose lease expired to a new holder. It is
+// how a worker recovers a continuation whose request or process died;
+// ErrClaimLost when the lease is still alive or someone else took it.
+func (s *Store) TakeOver(ctx context.Context, runID int64, claimedBy string, lease time.Duration) error {
+	res, err := s.db.ExecContext(ctx, `
+		UPDATE runs SET claimed_by = ?, lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND,
+			updated_at = NOW(6)
+		WHERE id = ? AND status = 'running' AND lease_expires_at < NOW(6)`,
+		claimedBy, micros(lease), runID)
+	if err := oneRow(res, err, runtime.ErrClaimLost); err != nil {
+		return fmt.Errorf("store: take over run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// LastSeq returns the highest event seq of a run, 0 when it has none.
+func (s *Store) LastSeq(ctx context.Context, runID int64) (int, error) {
+	var seq int
+	err := s.db.GetContext(ctx, &seq, `SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?`, runID)
+	if err != nil {
+		return 0, fmt.Errorf("store: last seq of run %d: %w", runID, err)
+	}
+	return seq, nil
+}
+
+// Events returns a run's events after a seq, in order.
+func (s *Store) Events(ctx context.Context, runID int64, afterSeq int) ([]runtime.Event, error) {
+	var evs []runtime.Event
+	err := s.db.SelectContext(ctx, &evs, `
+		SELECT run_id, seq, kind, round, duration_ms, payload, created_at
+		FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, afterSeq)
+	if err != nil {
+		return nil, fmt.Errorf("store: events of run %d: %w", runID, err)
+	}
+	return evs, nil
+}
+
+// Decision returns the decision recorded for a turn, or ErrNotFound.
+func (s *Store) Decision(ctx context.Context, runID int64, digest string) (*runtime.DecisionRecord, error) {
+	var d runtime.DecisionRecord
+	err := s.db.GetContext(ctx, &d, `
+		SELECT d.run_id, d.turn_digest, d.kind, d.scope, d.reason, COALESCE(d.input, '') AS input,
+			d.decided_by, COALESCE(u.name, '') AS decider_name, d.decided_at, d.path
+		FROM decisions d LEFT JOIN users u ON u.id = d.decided_by
+		WHERE d.run_id = ? AND d.turn_digest = ?`, runID, digest)
+	if err != nil {
+		return nil, notFound(fmt.Sprintf("decision of run %d", runID), err)
+	}
+	return &d, nil
+}
+
+// StandingApprovals returns the tool names approved for the whole run.
+func (s *Store) StandingApprovals(ctx context.Context, runID int64) ([]string, error) {
+	var tools []string
+	err := s.db.SelectContext(ctx, &tools, `SELECT tool_name FROM standing_approvals WHERE run_id = ?`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: standing approvals of run %d: %w", runID, err)
+	}
+	return tools, nil
+}
+
+// RequestCancel flags a running run; its holder cancels it at the next step
+// boundary.
+func (s *Store) RequestCancel(ctx context.Context, runID int64) error {
+	res, err := s.db.ExecContext(ctx, `
+		UPDATE runs SET cancel_requested = 1, updated_at = NOW(6)
+		WHERE id = ? AND status = 'running'`, runID)
+	if err := oneRow(res, err, runtime.ErrClaimLost); err != nil {
+		return fmt.Errorf("store: request cancel of run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// CancelIdle cancels a run that nobody holds and appends its events, which
+// take the next seqs: the status guard locks the row, so no holder can
+// append in between.
+func (s *Store) CancelIdle(ctx context.Context, runID int64, from runtime.Status, events []runtime.Event) error {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `
+		UPDATE runs SET status = 'cancelled', termination_reason = 'cancelled', claimed_by = NULL,
+			lease_expires_at = NULL, turn_digest = NULL, waiting_since = NULL, updated_at = NOW(6)
+		WHERE id = ? AND status = ?`, runID, from)
+	if err := oneRow(res, err, runtime.ErrClaimLost); err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
+	var seq int
+	if err := tx.GetContext(ctx, &seq, `SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?`, runID); err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
+	for _, e := range events {
+		seq++
+		e.Seq = seq
+		if err := insertEvent(ctx, tx, runID, e); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `
+		UPDATE decisions SET outcome = 'cancelled' WHERE run_id = ? AND outcome IS NULL`, runID); err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// oneRow turns an UPDATE's result into nil when it changed exactly one row
+// and into lost when it changed none: the guard said no.
+func oneRow(res interface{ RowsAffected() (int64, error) }, err error, lost error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return lost
+	}
+	return nil
+}
+
+func nullJSON(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return string(raw)
+}
