@@ -1,0 +1,165 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+)
+
+const lookupOrderParams = `{
+  "type": "object",
+  "properties": {
+    "order_id": {"type": "string", "minLength": 1, "description": "The order's id, such as ORD-1001."}
+  },
+  "required": ["order_id"],
+  "additionalProperties": false
+}`
+
+const refundOrderParams = `{
+  "type": "object",
+  "properties": {
+    "order_id": {"type": "string", "minLength": 1, "description": "The order's id, such as ORD-1001."},
+    "amount_cents": {"type": "integer", "minimum": 1, "description": "How much to refund, in cents. Defaults to the order's whole amount and may not exceed it."},
+    "reason": {"type": "string", "maxLength": 500, "description": "Why the order is refunded."}
+  },
+  "required": ["order_id"],
+  "additionalProperties": false
+}`
+
+// maxReasonLength is refund_order's limit on reason, in characters, as its
+// schema states.
+const maxReasonLength = 500
+
+// orderResult is lookup_order's result.
+type orderResult struct {
+	OrderID     string `json:"order_id"`
+	Customer    string `json:"customer"`
+	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"`
+}
+
+// refundResult is refund_order's result.
+type refundResult struct {
+	RefundID    int64  `json:"refund_id"`
+	OrderID     string `json:"order_id"`
+	AmountCents int64  `json:"amount_cents"`
+}
+
+// orderNotFound is the error the model sees for an unknown order; it wraps
+// runtime.ErrNotFound for callers that test for it.
+type orderNotFound struct{ id string }
+
+func (e orderNotFound) Error() string { return fmt.Sprintf("order %s not found", e.id) }
+func (e orderNotFound) Unwrap() error { return runtime.ErrNotFound }
+
+// findOrder looks an order up for a tool: an unknown id is "order X not
+// found", any other failure names the tool.
+func findOrder(ctx context.Context, orders Orders, tool, id string) (Order, error) {
+	o, err := orders.Order(ctx, id)
+	if errors.Is(err, runtime.ErrNotFound) {
+		return Order{}, orderNotFound{id: id}
+	}
+	if err != nil {
+		return Order{}, fmt.Errorf("%s: look up order %s: %w", tool, id, err)
+	}
+	return o, nil
+}
+
+// LookupOrder is the lookup_order tool: it reads one order.
+type LookupOrder struct{ orders Orders }
+
+// NewLookupOrder returns lookup_order reading from orders.
+func NewLookupOrder(orders Orders) *LookupOrder { return &LookupOrder{orders: orders} }
+
+// Spec describes lookup_order: read-only, arguments {"order_id": string}.
+func (t *LookupOrder) Spec() runtime.ToolSpec {
+	return runtime.ToolSpec{
+		Name:        NameLookupOrder,
+		Description: "Look up an order by its id: customer, amount in cents and currency.",
+		Parameters:  json.RawMessage(lookupOrderParams),
+		Effect:      runtime.ReadOnly,
+	}
+}
+
+// Call returns the order as JSON {"order_id","customer","amount_cents",
+// "currency"}. Invalid arguments, an unknown order ("order X not found") and
+// a failing database are errors.
+func (t *LookupOrder) Call(ctx context.Context, inv runtime.Invocation) (string, error) {
+	var args struct {
+		OrderID string `json:"order_id"`
+	}
+	if err := decodeArgs(NameLookupOrder, inv.Arguments, &args); err != nil {
+		return "", err
+	}
+	if args.OrderID == "" {
+		return "", fmt.Errorf("%s: invalid arguments: order_id is required", NameLookupOrder)
+	}
+	o, err := findOrder(ctx, t.orders, NameLookupOrder, args.OrderID)
+	if err != nil {
+		return "", err
+	}
+	return resultJSON(orderResult{OrderID: o.ID, Customer: o.Customer, AmountCents: o.AmountCents, Currency: o.Currency})
+}
+
+// RefundOrder is the refund_order tool: it refunds (part of) an order by
+// inserting one row into demo_refunds per execution. It deliberately does
+// not de-duplicate, nor check earlier refunds of the same order: a repeated
+// execution must show as a second row, because exactly-once is the engine's
+// job, not the tool's.
+type RefundOrder struct{ orders Orders }
+
+// NewRefundOrder returns refund_order acting on orders.
+func NewRefundOrder(orders Orders) *RefundOrder { return &RefundOrder{orders: orders} }
+
+// Spec describes refund_order: a non-idempotent write, arguments
+// {"order_id": string, "amount_cents": integer, "reason": string}.
+func (t *RefundOrder) Spec() runtime.ToolSpec {
+	return runtime.ToolSpec{
+		Name:        NameRefundOrder,
+		Description: "Refund an order, in whole or in part. Every call pays out once more.",
+		Parameters:  json.RawMessage(refundOrderParams),
+		Effect:      runtime.NonIdempotentWrite,
+	}
+}
+
+// Call looks the order up and records one refund of amount_cents (default:
+// the order's whole amount; it must lie between 1 and that amount), then
+// returns {"refund_id","order_id","amount_cents"}. Invalid arguments, an
+// unknown order and a failing database are errors; only the last can leave
+// it unknown whether the refund was recorded.
+func (t *RefundOrder) Call(ctx context.Context, inv runtime.Invocation) (string, error) {
+	var args struct {
+		OrderID     string  `json:"order_id"`
+		AmountCents integer `json:"amount_cents"`
+		Reason      string  `json:"reason"`
+	}
+	if err := decodeArgs(NameRefundOrder, inv.Arguments, &args); err != nil {
+		return "", err
+	}
+	if args.OrderID == "" {
+		return "", fmt.Errorf("%s: invalid arguments: order_id is required", NameRefundOrder)
+	}
+	if n := utf8.RuneCountInString(args.Reason); n > maxReasonLength {
+		return "", fmt.Errorf("%s: invalid arguments: reason may have at most %d characters, not %d", NameRefundOrder, maxReasonLength, n)
+	}
+	o, err := findOrder(ctx, t.orders, NameRefundOrder, args.OrderID)
+	if err != nil {
+		return "", err
+	}
+	amount := o.AmountCents
+	if args.AmountCents.set {
+		amount = args.AmountCents.value
+	}
+	if amount < 1 || amount > o.AmountCents {
+		return "", fmt.Errorf("%s: invalid arguments: amount_cents must be between 1 and %d (the amount of order %s), not %d", NameRefundOrder, o.AmountCents, o.ID, amount)
+	}
+	id, err := t.orders.InsertRefund(ctx, Refund{OrderID: o.ID, AmountCents: amount, RunID: inv.RunID, CallID: inv.CallID})
+	if err != nil {
+		return "", fmt.Errorf("%s: refund order %s: %w", NameRefundOrder, o.ID, err)
+	}
+	return resultJSON(refundResult{RefundID: id, OrderID: o.ID, AmountCents: amount})
+}
