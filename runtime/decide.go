@@ -120,7 +120,7 @@ func (p *pipeline) check(ctx context.Context) error {
 	}
 	p.run = run
 	if run.Status != p.waitFor {
-		return refuse(CodeNotWaiting, "run %d is %s, not %s", run.ID, run.Status, p.waitFor)
+		return p.notWaiting(ctx, run)
 	}
 	if p.actor.Role != RoleAdmin && !p.actor.Has(GrantApprove) && p.actor.ID != run.OwnerID {
 		return refuse(CodeNotPermitted, "you may not decide run %d", run.ID)
@@ -192,13 +192,33 @@ func (p *pipeline) lost(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("runtime: classify lost claim of run %d: %w", p.runID, err)
 	}
-	switch {
-	case run.Status.Waiting() && run.TurnDigest != p.digest:
+	if run.Status == p.waitFor && run.TurnDigest != p.digest {
 		return &Refusal{Code: CodeStaleTurn, Digest: run.TurnDigest,
 			Message: "the pending action changed; review it again"}
-	case run.Status.Terminal():
-		return refuse(CodeNotWaiting, "run %d is already %s", run.ID, run.Status)
-	default:
+	}
+	return p.notWaiting(ctx, run)
+}
+
+// notWaiting explains why a run that does not wait for this decision
+// cannot take it. A turn someone already decided is already_resuming
+// however far its continuation got, so a double click never reads as an
+// error about the run.
+func (p *pipeline) notWaiting(ctx context.Context, run *Run) error {
+	switch run.Status {
+	case StatusRunning, StatusDecided, StatusQueued:
 		return refuse(CodeAlreadyResuming, "run %d is already being resumed", run.ID)
 	}
+	if p.digest != "" {
+		_, err := p.e.store.Decision(ctx, run.ID, p.digest)
+		if err == nil {
+			return refuse(CodeAlreadyResuming, "this turn of run %d was already decided", run.ID)
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	if run.Status.Terminal() {
+		return refuse(CodeNotWaiting, "run %d is already %s", run.ID, run.Status)
+	}
+	return refuse(CodeNotWaiting, "run %d is %s, not %s", run.ID, run.Status, p.waitFor)
 }

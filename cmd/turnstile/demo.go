@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/store"
+)
+
+// demoConfigs are the demo's agents, in the same format as
+// "turnstile config apply" files.
+//
+//go:embed demo/*.yaml
+var demoConfigs embed.FS
+
+// demoUsers are the demo's people: an admin, an operator who may approve,
+// and a plain user who owns the runs.
+var demoUsers = []store.User{
+	{Name: "admin", Role: runtime.RoleAdmin},
+	{Name: "operator", Role: runtime.RoleUser, Grants: []string{runtime.GrantApprove}},
+	{Name: "user", Role: runtime.RoleUser},
+}
+
+// demoRuns wait for a decision on a fresh demo database.
+var demoRuns = []struct{ configuration, prompt string }{
+	{"refund-agent", "Please refund order ORD-1001, it arrived broken."},
+	{"refund-agent-four-eyes", "Refund ORD-1002 in full."},
+	{"input-agent", "Customer of ORD-1003 waited three weeks."},
+	{"slow-agent", "Refund ORD-1004 and audit it."},
+}
+
+// seedDemo creates what the demo needs when absent, so a restart keeps
+// what the previous run did.
+func seedDemo(ctx context.Context, a *app, out io.Writer) error {
+	files, err := fs.Glob(demoConfigs, "demo/*.yaml")
+	if err != nil {
+		return err
+	}
+	for _, name := range files {
+		data, err := demoConfigs.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		cfg, err := config.Parse(name, data, a.knownTool)
+		if err != nil {
+			return err
+		}
+		if _, err := a.store.ConfigurationByIdentifier(ctx, cfg.Identifier); err == nil {
+			continue
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := a.store.SaveConfiguration(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	if err := a.store.SeedDemoOrders(ctx); err != nil {
+		return err
+	}
+	owner, fresh, err := seedUsers(ctx, a)
+	if err != nil {
+		return err
+	}
+	if !fresh {
+		return nil
+	}
+	for _, r := range demoRuns {
+		c, err := a.engine.Start(ctx, runtime.StartRequest{Configuration: r.configuration, Prompt: r.prompt, Owner: owner})
+		if err != nil {
+			return fmt.Errorf("demo run of %s: %w", r.configuration, err)
+		}
+		if out := c.Run(ctx, nil); out.Err != nil {
+			return fmt.Errorf("demo run of %s: %w", r.configuration, out.Err)
+		}
+	}
+	fmt.Fprintf(out, "demo: %d runs are waiting for a decision\n", len(demoRuns))
+	return nil
+}
+
+// seedUsers creates the demo users that are missing and returns the owner
+// of the demo runs, and whether the users were new (a fresh demo).
+func seedUsers(ctx context.Context, a *app) (runtime.Actor, bool, error) {
+	var owner runtime.Actor
+	fresh := false
+	for _, u := range demoUsers {
+		existing, err := a.store.UserByName(ctx, u.Name)
+		if errors.Is(err, store.ErrNotFound) {
+			u := u
+			if err := a.store.CreateUser(ctx, &u); err != nil {
+				return owner, false, err
+			}
+			existing, fresh = &u, true
+		} else if err != nil {
+			return owner, false, err
+		}
+		if u.Name == "user" {
+			owner = existing.Actor()
+		}
+	}
+	return owner, fresh, nil
+}

@@ -1,0 +1,69 @@
+// Command turnstile is the Turnstile server and its administration
+// commands: serve, migrate, and (in later issues) work, user, token, config.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "turnstile:", err)
+		os.Exit(1)
+	}
+}
+
+// env gives a command what it reads from outside its flags.
+type env struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+const usage = `Turnstile serves LLM agent runs that pause for a human.
+
+Usage: turnstile <command> [flags]
+
+Commands:
+  serve     migrate the database and serve HTTP
+  migrate   apply the database migrations and exit
+
+Run "turnstile <command> --help" for a command's flags; every flag can also
+be set through the environment variable shown beside it.
+`
+
+// run is main without the process: it returns errors instead of exiting,
+// so tests can call it.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command given")
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], e)
+	case "migrate":
+		return migrate(ctx, args[1:], e)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}

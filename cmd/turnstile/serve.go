@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/turnstile-dev/turnstile/web"
+)
+
+// serve migrates the database and serves HTTP until ctx ends, then shuts
+// down gracefully within --shutdown-timeout.
+func serve(ctx context.Context, args []string, e env) error {
+	fs := newFlagSet("serve", e)
+	var d dbFlags
+	d.register(fs)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	demo := fs.Bool("demo", false, "seed the demo configurations, users, orders and a few waiting runs when absent")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 25*time.Second, "how long a shutdown waits for requests in flight")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(e.stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	a, err := open(ctx, d, log)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	if *demo {
+		if err := seedDemo(ctx, a, e.stdout); err != nil {
+			return err
+		}
+	}
+	srv := &http.Server{
+		Handler:           web.New(web.Deps{Logger: log, Ready: a.store}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// Streams extend their write deadline per line; everything else
+		// must be written within this.
+		WriteTimeout: 30 * time.Second,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     nil,
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	log.Info("serving", "addr", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", shutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}

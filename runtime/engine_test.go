@@ -1,0 +1,516 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+)
+
+func TestApproveContinuesTheRunToTheEnd(t *testing.T) {
+	f := newFixture(t, 0, refundYAML)
+	paused, order := f.waiting(t, "refund")
+	if paused.Status != runtime.StatusWaitingForApproval || len(paused.Pending.Calls) != 1 || paused.Pending.Calls[0].Name != "refund_order" {
+		t.Fatalf("paused = %+v, want waiting on refund_order", paused)
+	}
+	var seen []runtime.EventKind
+	c, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Decision: runtime.DecisionApprove, Actor: f.approver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := c.Run(context.Background(), runtime.ObserverFunc(func(s runtime.Step) { seen = append(seen, s.Kind) }))
+	if out.Status != runtime.StatusCompleted || out.Reason != runtime.ReasonCompleted {
+		t.Fatalf("outcome = %+v, want completed", out)
+	}
+	want := []runtime.EventKind{runtime.KindApproval, runtime.KindTool, runtime.KindLLM, runtime.KindSettle}
+	if !reflect.DeepEqual(seen, want) {
+		t.Errorf("observed steps = %v, want %v", seen, want)
+	}
+	if got := f.refunds(t, order); got != 1 {
+		t.Errorf("refunds of %s = %d, want 1", order, got)
+	}
+	evs := f.events(t, out.RunID)
+	for i, e := range evs {
+		if e.Seq != i+1 {
+			t.Fatalf("event %d has seq %d: the log has a gap or a duplicate", i, e.Seq)
+		}
+	}
+	var executed, outcome *string
+	row := f.db.QueryRowx(`SELECT executed_at IS NOT NULL, outcome FROM decisions WHERE run_id = ?`, out.RunID)
+	var wasExecuted bool
+	if err := row.Scan(&wasExecuted, &outcome); err != nil {
+		t.Fatal(err)
+	}
+	_ = executed
+	if !wasExecuted || outcome == nil || *outcome != "completed" {
+		t.Errorf("decision executed=%v outcome=%v, want executed and completed", wasExecuted, outcome)
+	}
+}
+
+func TestDenialIsAToolResultTheModelSees(t *testing.T) {
+	f := newFixture(t, 0, refundYAML)
+	paused, order := f.waiting(t, "refund")
+	out := f.decide(t, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Decision: runtime.DecisionDeny, Reason: "not eligible", Actor: f.approver})
+	if out.Status != runtime.StatusCompleted {
+		t.Fatalf("status = %s, want completed", out.Status)
+	}
+	if got := f.refunds(t, order); got != 0 {
+		t.Errorf("refunds = %d after a denial, want 0", got)
+	}
+	r, _ := f.st.Run(context.Background(), out.RunID)
+	var state runtime.State
+	if err := json.Unmarshal(r.State, &state); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, m := range state.Messages {
+		if m.Role == "tool" && m.ToolName == "refund_order" {
+			found = m.Content == "denied by approver: not eligible" && m.IsError
+		}
+	}
+	if !found {
+		t.Errorf("the transcript has no denial result for refund_order: %+v", state.Messages)
+	}
+}
+
+func TestRefusalsWriteNothing(t *testing.T) {
+	offYAML := strings.Replace(refundYAML, "identifier: refund", "identifier: switched-off", 1)
+	f := newFixture(t, 0, refundYAML, fourEyesYAML, grantYAML, inputYAML, offYAML)
+	ctx := context.Background()
+	approval := func(cfg string) runtime.Outcome { out, _ := f.waiting(t, cfg); return out }
+	completed := approval("refund")
+	f.decide(t, runtime.DecideRequest{RunID: completed.RunID, Digest: completed.Digest, Actor: f.owner})
+	cancelled := approval("refund")
+	if _, err := f.eng.Cancel(ctx, cancelled.RunID, f.owner); err != nil {
+		t.Fatal(err)
+	}
+	process, _ := f.start(t, "refund", runtime.OriginProcess)
+	inactive := approval("switched-off")
+	unreadable := approval("refund")
+	input := approval("input")
+	fourEyes := approval("four-eyes")
+	granted := approval("granted")
+	plain := approval("refund")
+
+	cases := []struct {
+		name string
+		run  runtime.Outcome
+		call func(runtime.Outcome) error
+		want runtime.Code
+	}{
+		{"unknown run", plain, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: 999999, Digest: o.Digest, Decision: "approve", Actor: f.admin})
+			return err
+		}, runtime.CodeNotFound},
+		{"settled run", cancelled, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.admin})
+			return err
+		}, runtime.CodeNotWaiting},
+		{"a turn decided before the run settled", completed, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.admin})
+			return err
+		}, runtime.CodeAlreadyResuming},
+		{"approval of an input turn", input, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.admin})
+			return err
+		}, runtime.CodeNotWaiting},
+		{"someone without the grant", plain, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.other})
+			return err
+		}, runtime.CodeNotPermitted},
+		{"process run in the inbox", process, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.approver, Inbox: true})
+			return err
+		}, runtime.CodeProcessRun},
+		{"inactive configuration", inactive, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.approver})
+			return err
+		}, runtime.CodeInactiveConfiguration},
+		{"four eyes", fourEyes, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.owner})
+			return err
+		}, runtime.CodeFourEyes},
+		{"unreadable state", unreadable, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.approver})
+			return err
+		}, runtime.CodeUnreadableState},
+		{"approver without the tool's grant", granted, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.approver})
+			return err
+		}, runtime.CodeApproverNotPermitted},
+		{"input that fails the schema", input, func(o runtime.Outcome) error {
+			_, err := f.eng.SubmitInput(ctx, runtime.InputRequest{RunID: o.RunID, Digest: o.Digest, Input: json.RawMessage(`{"amount":0}`), Actor: f.approver})
+			return err
+		}, runtime.CodeInvalidInput},
+		{"input that is no JSON", input, func(o runtime.Outcome) error {
+			_, err := f.eng.SubmitInput(ctx, runtime.InputRequest{RunID: o.RunID, Digest: o.Digest, Input: json.RawMessage(`{"amount":`), Actor: f.approver})
+			return err
+		}, runtime.CodeInvalidInput},
+		{"tampered digest", plain, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: strings.Repeat("0", 64), Decision: "approve", Actor: f.approver})
+			return err
+		}, runtime.CodeStaleTurn},
+		{"malformed digest", plain, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: "'; DROP TABLE runs; --", Decision: "approve", Actor: f.approver})
+			return err
+		}, runtime.CodeStaleTurn},
+		{"missing digest", plain, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Decision: "approve", Actor: f.approver})
+			return err
+		}, runtime.CodeStaleTurn},
+		{"unknown decision", plain, func(o runtime.Outcome) error {
+			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "maybe", Actor: f.approver})
+			return err
+		}, runtime.CodeInvalidRequest},
+	}
+	if err := f.st.SetConfigurationActive(ctx, mustRun(t, f, inactive.RunID).ConfigurationID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Exec(`UPDATE runs SET state = 'not json' WHERE id = ?`, unreadable.RunID); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.snapshot(t, tc.run.RunID)
+			err := tc.call(tc.run)
+			if got := runtime.CodeOf(err); got != tc.want {
+				t.Fatalf("refusal = %q (%v), want %q", got, err, tc.want)
+			}
+			after := f.snapshot(t, tc.run.RunID)
+			if !reflect.DeepEqual(before, after) {
+				t.Errorf("a refusal changed the run:\nbefore %+v\nafter  %+v", before, after)
+			}
+		})
+	}
+	t.Run("field messages of invalid input", func(t *testing.T) {
+		_, err := f.eng.SubmitInput(ctx, runtime.InputRequest{RunID: input.RunID, Digest: input.Digest,
+			Input: json.RawMessage(`{"amount":0}`), Actor: f.approver})
+		var r *runtime.Refusal
+		if !errors.As(err, &r) || r.Fields["amount"] == "" {
+			t.Errorf("refusal = %+v, want a message for the field amount", err)
+		}
+	})
+	t.Run("stale turn names the current digest", func(t *testing.T) {
+		_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: plain.RunID, Digest: "x", Decision: "approve", Actor: f.approver})
+		var r *runtime.Refusal
+		if !errors.As(err, &r) || r.Digest != plain.Digest {
+			t.Errorf("refusal = %+v, want the current digest %s", err, plain.Digest)
+		}
+	})
+}
+
+func mustRun(t *testing.T, f *fixture, id int64) *runtime.Run {
+	t.Helper()
+	r, err := f.st.Run(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestFourEyesLetsTheInitiatorDenyAndAnotherApprove(t *testing.T) {
+	f := newFixture(t, 0, fourEyesYAML)
+	denied, _ := f.waiting(t, "four-eyes")
+	if out := f.decide(t, runtime.DecideRequest{RunID: denied.RunID, Digest: denied.Digest, Decision: runtime.DecisionDeny, Actor: f.owner}); out.Status != runtime.StatusCompleted {
+		t.Errorf("the initiator's denial: status %s, want completed", out.Status)
+	}
+	approved, order := f.waiting(t, "four-eyes")
+	f.decide(t, runtime.DecideRequest{RunID: approved.RunID, Digest: approved.Digest, Actor: f.approver})
+	if got := f.refunds(t, order); got != 1 {
+		t.Errorf("refunds after a second person's approval = %d, want 1", got)
+	}
+}
+
+func TestInputAnswersTheTool(t *testing.T) {
+	f := newFixture(t, 0, inputYAML)
+	paused, _ := f.waiting(t, "input")
+	if paused.Status != runtime.StatusWaitingForInput || len(paused.Pending.Schema) == 0 {
+		t.Fatalf("paused = %+v, want waiting for input with a schema", paused)
+	}
+	c, err := f.eng.SubmitInput(context.Background(), runtime.InputRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Input: json.RawMessage(`{"amount":250,"note":"SECRET-NOTE"}`), Actor: f.approver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := c.Run(context.Background(), nil); out.Status != runtime.StatusCompleted {
+		t.Fatalf("outcome = %+v, want completed", out)
+	}
+	for _, e := range f.events(t, paused.RunID) {
+		if strings.Contains(string(e.Payload), "SECRET-NOTE") {
+			t.Errorf("event %d (%s) stores the answer: %s", e.Seq, e.Kind, e.Payload)
+		}
+	}
+}
+
+// Fifty people press Approve on the same form at once, on a hundred runs:
+// exactly one continuation per run, and every order refunded once.
+func TestConcurrentDecisionsContinueOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5,000 racing decisions")
+	}
+	f := newFixture(t, 0, refundYAML)
+	const runs, racers = 100, 50
+	type target struct {
+		out   runtime.Outcome
+		order string
+	}
+	targets := make([]target, runs)
+	for i := range targets {
+		out, order := f.waiting(t, "refund")
+		targets[i] = target{out, order}
+	}
+	var won, resuming, stale, other atomic.Int64
+	var wg sync.WaitGroup
+	for _, tg := range targets {
+		start := make(chan struct{})
+		for range racers {
+			wg.Go(func() {
+				<-start
+				c, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: tg.out.RunID,
+					Digest: tg.out.Digest, Decision: runtime.DecisionApprove, Actor: f.approver})
+				switch runtime.CodeOf(err) {
+				case "":
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					won.Add(1)
+					if out := c.Run(context.Background(), nil); out.Status != runtime.StatusCompleted {
+						t.Errorf("run %d: %+v", tg.out.RunID, out)
+					}
+				case runtime.CodeAlreadyResuming:
+					resuming.Add(1)
+				case runtime.CodeStaleTurn:
+					stale.Add(1)
+				default:
+					other.Add(1)
+					t.Errorf("run %d: %v", tg.out.RunID, err)
+				}
+			})
+		}
+		close(start)
+	}
+	wg.Wait()
+	if won.Load() != runs || resuming.Load()+stale.Load() != runs*(racers-1) || other.Load() != 0 {
+		t.Errorf("won %d, already_resuming %d, stale_turn %d, other %d; want %d wins and %d lost claims",
+			won.Load(), resuming.Load(), stale.Load(), other.Load(), runs, runs*(racers-1))
+	}
+	for _, tg := range targets {
+		if got := f.refunds(t, tg.order); got != 1 {
+			t.Errorf("order %s refunded %d times, want 1", tg.order, got)
+		}
+	}
+}
+
+func TestStaleFormAfterANewTurn(t *testing.T) {
+	f := newFixture(t, 0, twiceYAML)
+	first, _ := f.waiting(t, "twice")
+	second := f.decide(t, runtime.DecideRequest{RunID: first.RunID, Digest: first.Digest, Actor: f.approver})
+	if !second.Status.Waiting() || second.Digest == first.Digest {
+		t.Fatalf("after the first approval: %+v, want a new turn with a new digest", second)
+	}
+	before := f.snapshot(t, first.RunID)
+	_, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: first.RunID, Digest: first.Digest,
+		Decision: runtime.DecisionApprove, Actor: f.approver})
+	if got := runtime.CodeOf(err); got != runtime.CodeStaleTurn {
+		t.Fatalf("the first turn's form: %v, want stale_turn", err)
+	}
+	if after := f.snapshot(t, first.RunID); !reflect.DeepEqual(before, after) {
+		t.Errorf("a stale form changed the run:\nbefore %+v\nafter  %+v", before, after)
+	}
+}
+
+func TestSessionScopeReleasesLaterCallsOfThatRunOnly(t *testing.T) {
+	f := newFixture(t, 0, twiceYAML)
+	first, order := f.waiting(t, "twice")
+	out := f.decide(t, runtime.DecideRequest{RunID: first.RunID, Digest: first.Digest, Scope: runtime.ScopeSession, Actor: f.approver})
+	if out.Status != runtime.StatusCompleted {
+		t.Fatalf("with scope=session the second refund_order paused: %+v", out)
+	}
+	if got := f.refunds(t, order); got != 2 {
+		t.Errorf("refunds = %d, want the two the script asks for", got)
+	}
+	other, _ := f.waiting(t, "twice")
+	if other.Status != runtime.StatusWaitingForApproval {
+		t.Errorf("another run did not pause on refund_order: %+v", other)
+	}
+}
+
+func TestClientGoneTheRunStillSettles(t *testing.T) {
+	f := newFixture(t, 0, slowYAML)
+	paused, order := f.waiting(t, "slow")
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Decision: runtime.DecisionApprove, Actor: f.approver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	out := c.Run(ctx, runtime.ObserverFunc(func(runtime.Step) { once.Do(cancel) }))
+	if out.Status != runtime.StatusCompleted || out.Err != nil {
+		t.Fatalf("outcome = %+v, want completed despite the cancelled context", out)
+	}
+	if got := f.refunds(t, order); got != 1 {
+		t.Errorf("refunds = %d, want 1", got)
+	}
+	evs := f.events(t, paused.RunID)
+	var kinds []runtime.EventKind
+	for _, e := range evs[len(evs)-out.Steps:] {
+		kinds = append(kinds, e.Kind)
+	}
+	want := []runtime.EventKind{runtime.KindApproval, runtime.KindTool, runtime.KindLLM, runtime.KindTool, runtime.KindLLM, runtime.KindSettle}
+	if !reflect.DeepEqual(kinds, want) {
+		t.Errorf("recorded steps = %v, want %v", kinds, want)
+	}
+}
+
+func TestTakenOverLeaseStopsTheOldHolder(t *testing.T) {
+	f := newFixture(t, 0, slowYAML)
+	paused, _ := f.waiting(t, "slow")
+	c, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Decision: runtime.DecisionApprove, Actor: f.approver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var took sync.Once
+	var tookAt int
+	out := c.Run(ctx, runtime.ObserverFunc(func(s runtime.Step) {
+		took.Do(func() {
+			// The holder looks dead: its lease ran out, and a worker takes over.
+			tookAt = s.Seq
+			if _, err := f.db.Exec(`UPDATE runs SET lease_expires_at = NOW(6) - INTERVAL 1 SECOND WHERE id = ?`, paused.RunID); err != nil {
+				t.Error(err)
+			}
+			if err := f.st.TakeOver(ctx, paused.RunID, "worker-2", time.Minute); err != nil {
+				t.Error(err)
+			}
+		})
+	}))
+	if !errors.Is(out.Err, runtime.ErrLeaseLost) || out.Status != runtime.StatusRunning {
+		t.Fatalf("outcome = %+v, want stopped with a lost lease", out)
+	}
+	evs := f.events(t, paused.RunID)
+	if last := evs[len(evs)-1]; last.Seq != tookAt {
+		t.Errorf("the old holder recorded step %d (%s) after losing the lease at %d", last.Seq, last.Kind, tookAt)
+	}
+	r := mustRun(t, f, paused.RunID)
+	if r.Status != runtime.StatusRunning || r.ClaimedBy != "worker-2" {
+		t.Errorf("run is %s held by %q, want running held by worker-2", r.Status, r.ClaimedBy)
+	}
+}
+
+func TestLeaseIsRenewedDuringALongStep(t *testing.T) {
+	f := newFixture(t, 150*time.Millisecond, slowYAML)
+	paused, _ := f.waiting(t, "slow")
+	c, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Decision: runtime.DecisionApprove, Actor: f.approver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan runtime.Outcome)
+	go func() { done <- c.Run(context.Background(), nil) }()
+	// While the 300 ms rounds run, far longer than the 150 ms lease, no
+	// worker may take the run over.
+	for {
+		select {
+		case out := <-done:
+			if out.Status != runtime.StatusCompleted {
+				t.Fatalf("outcome = %+v, want completed", out)
+			}
+			return
+		default:
+		}
+		if err := f.st.TakeOver(context.Background(), paused.RunID, "thief", time.Minute); err == nil {
+			t.Fatal("a worker took over a run whose holder was alive")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestMetadataPrivacyStoresNoContent(t *testing.T) {
+	f := newFixture(t, 0, refundYAML)
+	paused, _ := f.waiting(t, "refund")
+	f.decide(t, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest, Actor: f.approver})
+	evs := f.events(t, paused.RunID)
+	if len(evs) < 6 {
+		t.Fatalf("only %d events", len(evs))
+	}
+	for _, e := range evs {
+		for _, marker := range []string{"MARKER-ARGUMENT", "MARKER-ANSWER", "Test", "5000"} {
+			if strings.Contains(string(e.Payload), marker) {
+				t.Errorf("event %d (%s) stores %q: %s", e.Seq, e.Kind, marker, e.Payload)
+			}
+		}
+	}
+	var sawTool bool
+	for _, e := range evs {
+		sawTool = sawTool || strings.Contains(string(e.Payload), `"refund_order"`)
+	}
+	if !sawTool {
+		t.Error("no event names the tool refund_order: metadata must keep tool names")
+	}
+}
+
+func TestCancel(t *testing.T) {
+	f := newFixture(t, 0, refundYAML, slowYAML)
+	ctx := context.Background()
+	t.Run("waiting run at once", func(t *testing.T) {
+		paused, _ := f.waiting(t, "refund")
+		if _, err := f.eng.Cancel(ctx, paused.RunID, f.other); runtime.CodeOf(err) != runtime.CodeNotPermitted {
+			t.Errorf("cancel by another user: %v, want not_permitted", err)
+		}
+		res, err := f.eng.Cancel(ctx, paused.RunID, f.owner)
+		if err != nil || res.Status != runtime.StatusCancelled {
+			t.Fatalf("cancel = %+v, %v", res, err)
+		}
+		if r := mustRun(t, f, paused.RunID); r.Status != runtime.StatusCancelled || r.TerminationReason != runtime.ReasonCancelled {
+			t.Errorf("run is %s (%s)", r.Status, r.TerminationReason)
+		}
+		if _, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest, Decision: "approve", Actor: f.approver}); runtime.CodeOf(err) != runtime.CodeNotWaiting {
+			t.Errorf("deciding a cancelled run: %v, want not_waiting", err)
+		}
+		if _, err := f.eng.Cancel(ctx, paused.RunID, f.owner); runtime.CodeOf(err) != runtime.CodeNotWaiting {
+			t.Errorf("cancelling twice: %v, want not_waiting", err)
+		}
+	})
+	t.Run("running run at the next step boundary", func(t *testing.T) {
+		paused, _ := f.waiting(t, "slow")
+		c, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest, Decision: "approve", Actor: f.approver})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var once sync.Once
+		out := c.Run(ctx, runtime.ObserverFunc(func(runtime.Step) {
+			once.Do(func() {
+				if res, err := f.eng.Cancel(ctx, paused.RunID, f.admin); err != nil || res.Status != runtime.StatusRunning {
+					t.Errorf("cancel = %+v, %v", res, err)
+				}
+			})
+		}))
+		if out.Status != runtime.StatusCancelled {
+			t.Fatalf("outcome = %+v, want cancelled", out)
+		}
+		evs := f.events(t, paused.RunID)
+		if n := len(evs); evs[n-2].Kind != runtime.KindCancel || evs[n-1].Kind != runtime.KindSettle {
+			t.Errorf("last events %s, %s; want cancel, settle", evs[n-2].Kind, evs[n-1].Kind)
+		}
+	})
+}
+
+func TestMaxIterations(t *testing.T) {
+	f := newFixture(t, 0, strings.Replace(refundYAML, "tools: [", "max_iterations: 1\ntools: [", 1))
+	out, _ := f.start(t, "refund", runtime.OriginInteractive)
+	if out.Status != runtime.StatusFailed || out.Reason != runtime.ReasonMaxIterations {
+		t.Errorf("outcome = %+v, want failed with max_iterations", out)
+	}
+}
