@@ -1,0 +1,365 @@
+// Package config reads and writes agent configuration files: the YAML that
+// `turnstile config apply` takes and the demo configurations embedded in the
+// binary. Every error it reports points at a line of the file.
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
+)
+
+// The provider types a configuration may name.
+const (
+	ProviderScripted = "scripted"
+	ProviderOpenAI   = "openai"
+)
+
+var identifierPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,99}$`)
+
+// Parse reads a configuration file and returns it normalized. Every error
+// says "file:line: message": YAML syntax, an unknown key or a key given
+// twice, a value of the wrong type, a missing or malformed identifier, a
+// tool that knownTool does not know (knownTool may be nil: no check), a tool
+// policy for a tool outside `tools`, an error in an inline script (whose
+// calls must name tools of `tools`), and the rules of
+// runtime.Configuration.Normalize.
+func Parse(filename string, data []byte, knownTool func(string) bool) (*runtime.Configuration, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, scripted.SyntaxError(filename, data, err)
+	}
+	p := &parser{file: filename, knownTool: knownTool}
+	return p.configuration(&doc)
+}
+
+type parser struct {
+	file      string
+	knownTool func(string) bool
+}
+
+func (p *parser) errorf(n *yaml.Node, format string, args ...any) error {
+	line := 1
+	if n != nil && n.Line > 0 {
+		line = n.Line
+	}
+	return fmt.Errorf("%s:%d: %s", p.file, line, fmt.Sprintf(format, args...))
+}
+
+// entry is one key of a mapping and its value.
+type entry struct{ key, value *yaml.Node }
+
+// mapping returns the entries of a mapping by key, rejecting keys outside
+// allowed and keys given twice.
+func (p *parser) mapping(n *yaml.Node, what string, allowed ...string) (map[string]entry, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, p.errorf(n, "%s must be a mapping", what)
+	}
+	out := map[string]entry{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		if first, ok := out[k.Value]; ok {
+			return nil, p.errorf(k, "%q is given twice (first on line %d)", k.Value, first.key.Line)
+		}
+		if allowed != nil && !contains(allowed, k.Value) {
+			return nil, p.errorf(k, "unknown key %q in %s (allowed: %s)", k.Value, what, strings.Join(allowed, ", "))
+		}
+		out[k.Value] = entry{k, v}
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil {
+		switch {
+		case n.Kind == yaml.AliasNode:
+			n = n.Alias
+		case n.Kind == yaml.DocumentNode && len(n.Content) == 1:
+			n = n.Content[0]
+		default:
+			return n
+		}
+	}
+	return nil
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.Tag == "!!null") ||
+		(n.Kind == yaml.DocumentNode && len(n.Content) == 0)
+}
+
+// str reads a string; any scalar reads as its text, null as "".
+func (p *parser) str(e entry) (string, error) {
+	if isNull(e.value) {
+		return "", nil
+	}
+	if e.value.Kind != yaml.ScalarNode {
+		return "", p.errorf(e.value, "%s must be a string", e.key.Value)
+	}
+	return e.value.Value, nil
+}
+
+func (p *parser) boolean(e entry) (bool, error) {
+	var b bool
+	if e.value.Kind != yaml.ScalarNode || e.value.Tag != "!!bool" || e.value.Decode(&b) != nil {
+		return false, p.errorf(e.value, "%s must be true or false", e.key.Value)
+	}
+	return b, nil
+}
+
+func (p *parser) integer(e entry) (int, error) {
+	var i int
+	if e.value.Kind != yaml.ScalarNode || e.value.Tag != "!!int" || e.value.Decode(&i) != nil {
+		return 0, p.errorf(e.value, "%s must be a whole number", e.key.Value)
+	}
+	return i, nil
+}
+
+func (p *parser) stringList(e entry) ([]string, error) {
+	out := []string{}
+	if isNull(e.value) {
+		return out, nil
+	}
+	if e.value.Kind != yaml.SequenceNode {
+		return nil, p.errorf(e.value, "%s must be a list of strings", e.key.Value)
+	}
+	for _, n := range e.value.Content {
+		n = resolve(n)
+		if n.Kind != yaml.ScalarNode || isNull(n) || n.Value == "" {
+			return nil, p.errorf(n, "%s must be a list of strings", e.key.Value)
+		}
+		out = append(out, n.Value)
+	}
+	return out, nil
+}
+
+var topKeys = []string{
+	"identifier", "name", "active", "provider", "system_prompt", "tools",
+	"max_iterations", "require_second_approver", "privacy_level", "tool_policies",
+}
+
+var providerKeys = []string{"type", "model", "base_url", "api_key_env", "script"}
+
+var policyKeys = []string{"requires_approval", "grant"}
+
+func (p *parser) configuration(doc *yaml.Node) (*runtime.Configuration, error) {
+	root := resolve(doc)
+	if isNull(root) {
+		return nil, p.errorf(doc, "the configuration is empty")
+	}
+	top, err := p.mapping(root, "the configuration", topKeys...)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &runtime.Configuration{Active: true, Tools: []string{}}
+
+	// Strings first, then the rest; the script last, since its calls must
+	// name tools of the list.
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{
+		{"identifier", &cfg.Identifier},
+		{"name", &cfg.Name},
+		{"system_prompt", &cfg.SystemPrompt},
+		{"privacy_level", (*string)(&cfg.PrivacyLevel)},
+	} {
+		if e, ok := top[f.key]; ok {
+			if *f.dst, err = p.str(e); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if e, ok := top["identifier"]; !ok || cfg.Identifier == "" {
+		at := root
+		if ok {
+			at = e.key
+		}
+		return nil, p.errorf(at, "identifier is required")
+	} else if !identifierPattern.MatchString(cfg.Identifier) {
+		return nil, p.errorf(e.value, "identifier %q must be lower-case letters, digits and dashes, starting with a letter or digit, at most 100 characters", cfg.Identifier)
+	}
+	if e, ok := top["active"]; ok && !isNull(e.value) {
+		if cfg.Active, err = p.boolean(e); err != nil {
+			return nil, err
+		}
+	}
+	if e, ok := top["require_second_approver"]; ok && !isNull(e.value) {
+		if cfg.RequireSecondApprover, err = p.boolean(e); err != nil {
+			return nil, err
+		}
+	}
+	if e, ok := top["max_iterations"]; ok && !isNull(e.value) {
+		if cfg.MaxIterations, err = p.integer(e); err != nil {
+			return nil, err
+		}
+		if cfg.MaxIterations == 0 {
+			// Normalize reads 0 as "not given"; written out it is a mistake.
+			return nil, p.errorf(e.value, "max_iterations must be between 1 and %d, not 0", runtime.MaxIterationsCeiling)
+		}
+	}
+	if e, ok := top["tools"]; ok {
+		if cfg.Tools, err = p.tools(e); err != nil {
+			return nil, err
+		}
+	}
+	if e, ok := top["tool_policies"]; ok {
+		if cfg.ToolPolicies, err = p.policies(e, cfg.Tools); err != nil {
+			return nil, err
+		}
+	}
+	e, ok := top["provider"]
+	if !ok || isNull(e.value) {
+		return nil, p.errorf(root, "provider is required")
+	}
+	if err := p.provider(e, cfg); err != nil {
+		return nil, err
+	}
+
+	if err := cfg.Normalize(); err != nil {
+		return nil, p.errorf(lineOf(err, cfg.Identifier, top, root), "%s", err.Error())
+	}
+	return cfg, nil
+}
+
+// lineOf finds the key a Normalize error is about: its message reads
+// "configuration <identifier>: <key> must …".
+func lineOf(err error, identifier string, top map[string]entry, root *yaml.Node) *yaml.Node {
+	msg := err.Error()
+	for _, prefix := range []string{"configuration " + identifier + ": ", "configuration: "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	for _, k := range topKeys {
+		if e, ok := top[k]; ok && strings.HasPrefix(msg, k+" ") {
+			return e.value
+		}
+	}
+	return root
+}
+
+func (p *parser) tools(e entry) ([]string, error) {
+	list, err := p.stringList(e)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for i, name := range list {
+		n := resolve(e.value.Content[i])
+		if seen[name] {
+			return nil, p.errorf(n, "tool %q is listed twice", name)
+		}
+		seen[name] = true
+		if p.knownTool != nil && !p.knownTool(name) {
+			return nil, p.errorf(n, "unknown tool %q", name)
+		}
+	}
+	return list, nil
+}
+
+func (p *parser) policies(e entry, tools []string) (map[string]runtime.ToolPolicy, error) {
+	if isNull(e.value) {
+		return nil, nil
+	}
+	m, err := p.mapping(e.value, "tool_policies")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]runtime.ToolPolicy{}
+	// Walk the document order so that the first bad policy is reported.
+	for i := 0; i < len(e.value.Content); i += 2 {
+		name := e.value.Content[i].Value
+		pe := m[name]
+		if !contains(tools, name) {
+			return nil, p.errorf(pe.key, "tool_policies names %q, which is not in tools", name)
+		}
+		var pol runtime.ToolPolicy
+		if !isNull(pe.value) {
+			fields, err := p.mapping(pe.value, "the policy of "+name, policyKeys...)
+			if err != nil {
+				return nil, err
+			}
+			if f, ok := fields["requires_approval"]; ok && !isNull(f.value) {
+				b, err := p.boolean(f)
+				if err != nil {
+					return nil, err
+				}
+				pol.RequiresApproval = &b
+			}
+			if f, ok := fields["grant"]; ok {
+				if pol.Grant, err = p.str(f); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out[name] = pol
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+func (p *parser) provider(e entry, cfg *runtime.Configuration) error {
+	fields, err := p.mapping(e.value, "provider", providerKeys...)
+	if err != nil {
+		return err
+	}
+	spec := &cfg.Provider
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{
+		{"type", &spec.Type},
+		{"model", &spec.Model},
+		{"base_url", &spec.BaseURL},
+		{"api_key_env", &spec.APIKeyEnv},
+	} {
+		if fe, ok := fields[f.key]; ok {
+			if *f.dst, err = p.str(fe); err != nil {
+				return err
+			}
+		}
+	}
+	te, ok := fields["type"]
+	switch {
+	case !ok || spec.Type == "":
+		return p.errorf(e.key, "provider type is required (%s or %s)", ProviderScripted, ProviderOpenAI)
+	case spec.Type != ProviderScripted && spec.Type != ProviderOpenAI:
+		return p.errorf(te.value, "provider type must be %s or %s, not %q", ProviderScripted, ProviderOpenAI, spec.Type)
+	}
+	se, hasScript := fields["script"]
+	if hasScript && isNull(se.value) {
+		hasScript = false
+	}
+	switch {
+	case spec.Type == ProviderScripted && !hasScript:
+		return p.errorf(te.value, "the scripted provider needs a script")
+	case spec.Type != ProviderScripted && hasScript:
+		return p.errorf(se.key, "a script is only for the scripted provider")
+	case !hasScript:
+		return nil
+	}
+	inTools := func(name string) bool { return contains(cfg.Tools, name) }
+	s, err := scripted.FromNode(p.file, se.value, inTools)
+	if err != nil {
+		return err
+	}
+	if spec.Script, err = s.JSON(); err != nil {
+		return p.errorf(se.value, "%s", err.Error())
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
+)
+
+// file is a configuration as written by Marshal, in the order people read
+// it.
+type file struct {
+	Identifier            string                `yaml:"identifier"`
+	Name                  string                `yaml:"name"`
+	Active                bool                  `yaml:"active"`
+	Provider              provider              `yaml:"provider"`
+	SystemPrompt          string                `yaml:"system_prompt,omitempty"`
+	Tools                 []string              `yaml:"tools"`
+	MaxIterations         int                   `yaml:"max_iterations,omitempty"`
+	RequireSecondApprover bool                  `yaml:"require_second_approver"`
+	PrivacyLevel          runtime.PrivacyLevel  `yaml:"privacy_level,omitempty"`
+	ToolPolicies          map[string]toolPolicy `yaml:"tool_policies,omitempty"`
+}
+
+type provider struct {
+	Type      string           `yaml:"type"`
+	Model     string           `yaml:"model,omitempty"`
+	BaseURL   string           `yaml:"base_url,omitempty"`
+	APIKeyEnv string           `yaml:"api_key_env,omitempty"`
+	Script    *scripted.Script `yaml:"script,omitempty"`
+}
+
+type toolPolicy struct {
+	RequiresApproval *bool  `yaml:"requires_approval,omitempty"`
+	Grant            string `yaml:"grant,omitempty"`
+}
+
+// Marshal writes cfg as a configuration file that Parse reads back to an
+// equal configuration. It fails when the stored script does not read.
+func Marshal(cfg *runtime.Configuration) ([]byte, error) {
+	f := file{
+		Identifier:            cfg.Identifier,
+		Name:                  cfg.Name,
+		Active:                cfg.Active,
+		SystemPrompt:          cfg.SystemPrompt,
+		Tools:                 cfg.Tools,
+		MaxIterations:         cfg.MaxIterations,
+		RequireSecondApprover: cfg.RequireSecondApprover,
+		PrivacyLevel:          cfg.PrivacyLevel,
+		Provider: provider{
+			Type:      cfg.Provider.Type,
+			Model:     cfg.Provider.Model,
+			BaseURL:   cfg.Provider.BaseURL,
+			APIKeyEnv: cfg.Provider.APIKeyEnv,
+		},
+	}
+	if f.Tools == nil {
+		f.Tools = []string{}
+	}
+	if len(cfg.Provider.Script) > 0 {
+		s, err := scripted.FromJSON(cfg.Provider.Script)
+		if err != nil {
+			return nil, fmt.Errorf("config: marshal %s: %w", cfg.Identifier, err)
+		}
+		f.Provider.Script = s
+	}
+	if len(cfg.ToolPolicies) > 0 {
+		f.ToolPolicies = make(map[string]toolPolicy, len(cfg.ToolPolicies))
+		for name, pol := range cfg.ToolPolicies {
+			f.ToolPolicies[name] = toolPolicy(pol)
+		}
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("config: marshal %s: %w", cfg.Identifier, err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("config: marshal %s: %w", cfg.Identifier, err)
+	}
+	return buf.Bytes(), nil
+}
