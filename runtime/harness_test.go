@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -118,14 +119,14 @@ type fixture struct {
 	// owner owns the runs; approver holds the approve grant; refunder holds
 	// approve and refunds; other holds nothing; admin is an admin.
 	owner, approver, refunder, other, admin runtime.Actor
-	orders                                   int
+	orders                                  int
 }
 
-func newFixture(t *testing.T, lease time.Duration, yamls ...string) *fixture {
+func newFixture(t testing.TB, lease time.Duration, yamls ...string) *fixture {
 	t.Helper()
 	db, _ := dbtest.New(t)
 	st := store.New(db)
-	tools := builtin.Registry(builtin.Tools(st)...)
+	tools := builtin.Registry(append(builtin.Tools(st), noop{})...)
 	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Providers: scripted.Factory,
 		Validator: schema.New(), Lease: lease})
 	f := &fixture{db: db, st: st, eng: eng}
@@ -155,7 +156,7 @@ func newFixture(t *testing.T, lease time.Duration, yamls ...string) *fixture {
 }
 
 // order creates a fresh order and returns its id.
-func (f *fixture) order(t *testing.T) string {
+func (f *fixture) order(t testing.TB) string {
 	t.Helper()
 	f.orders++
 	id := fmt.Sprintf("T-%d", f.orders)
@@ -167,7 +168,7 @@ func (f *fixture) order(t *testing.T) string {
 
 // start starts a run of a configuration on a new order and runs it until
 // it pauses or settles.
-func (f *fixture) start(t *testing.T, cfg string, origin runtime.Origin) (runtime.Outcome, string) {
+func (f *fixture) start(t testing.TB, cfg string, origin runtime.Origin) (runtime.Outcome, string) {
 	t.Helper()
 	order := f.order(t)
 	c, err := f.eng.Start(context.Background(), runtime.StartRequest{Configuration: cfg,
@@ -183,7 +184,7 @@ func (f *fixture) start(t *testing.T, cfg string, origin runtime.Origin) (runtim
 }
 
 // waiting starts a run and requires it to pause.
-func (f *fixture) waiting(t *testing.T, cfg string) (runtime.Outcome, string) {
+func (f *fixture) waiting(t testing.TB, cfg string) (runtime.Outcome, string) {
 	t.Helper()
 	out, order := f.start(t, cfg, runtime.OriginInteractive)
 	if !out.Status.Waiting() {
@@ -254,3 +255,14 @@ func (f *fixture) decide(t *testing.T, req runtime.DecideRequest) runtime.Outcom
 	}
 	return out
 }
+
+// noop is a read-only tool that costs nothing, so benchmarks measure the
+// engine and the store rather than a tool.
+type noop struct{}
+
+func (noop) Spec() runtime.ToolSpec {
+	return runtime.ToolSpec{Name: "noop", Description: "does nothing", Effect: runtime.ReadOnly,
+		Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (noop) Call(context.Context, runtime.Invocation) (string, error) { return "ok", nil }

@@ -1,0 +1,46 @@
+# Developer and CI entry points. The targets that need MySQL get a DSN from
+# cmd/devdb: TURNSTILE_DSN when set, else the server on 127.0.0.1:3306, else
+# a private MariaDB/MySQL it starts under ./var (go run ./cmd/devdb -stop
+# stops that one).
+#
+# Each such recipe captures the DSN into a shell variable, so devdb runs once
+# and only for the targets that need it; when devdb fails, its message is on
+# stderr and the `&&` ends the recipe, and make with it. `set -x` then shows
+# the command as it runs, DSN included.
+
+.PHONY: run test bench generate lint build
+.DEFAULT_GOAL := build
+
+run:
+	@dsn=$$(go run ./cmd/devdb -database turnstile) && set -x && \
+	TURNSTILE_DSN="$$dsn" go run ./cmd/turnstile serve --demo
+
+test:
+	@dsn=$$(go run ./cmd/devdb) && set -x && \
+	TURNSTILE_DSN="$$dsn" go test -race -count=1 -timeout 20m ./...
+
+bench:
+	@dsn=$$(go run ./cmd/devdb) && set -x && \
+	TURNSTILE_DSN="$$dsn" go test -run '^$$' -bench . -benchmem ./...
+
+generate:
+	go tool templ generate
+
+# The generated _templ.go files are committed, so lint regenerates them and
+# fails when that changes or adds any: someone edited a .templ file without
+# running `make generate`.
+lint:
+	@unformatted=$$(gofmt -l .) && if [ -n "$$unformatted" ]; then \
+		echo "lint: not gofmt-formatted (run gofmt -w):" >&2; echo "$$unformatted" >&2; exit 1; \
+	fi
+	go vet ./...
+	go tool templ generate
+	@if ! git diff --quiet -- '*_templ.go' || \
+		[ -n "$$(git ls-files --others --exclude-standard -- '*_templ.go')" ]; then \
+		git status --short -- '*_templ.go' >&2; \
+		echo "lint: generated templ files are stale; run 'make generate' and commit them" >&2; \
+		exit 1; \
+	fi
+
+build:
+	go build -o bin/turnstile ./cmd/turnstile
