@@ -24,7 +24,6 @@ CREATE TABLE runs (
     updated_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
     KEY runs_status_waiting (status, waiting_since),
     KEY runs_status_decided (status, decided_at),
-    KEY runs_status_lease (status, lease_expires_at),
     KEY runs_owner (owner_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 

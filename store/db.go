@@ -28,7 +28,6 @@ type Store struct {
 	db *sqlx.DB
 }
 
-
 // New wraps an open database.
 func New(db *sqlx.DB) *Store { return &Store{db: db} }
 
@@ -48,6 +47,9 @@ func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.InterpolateParams = true
+	// A step's commit is one multi-statement script (see Commit). No query
+	// is ever built from input: every value is a parameter.
+	cfg.MultiStatements = true
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}

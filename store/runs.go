@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/runtime"
@@ -65,6 +68,22 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, err)
 	}
 	defer tx.Rollback()
+	// Lock the row through its primary key before the guarded UPDATE: many
+	// deciders racing for one run then queue on that one lock. Left to the
+	// UPDATE alone, InnoDB also takes locks on the status indexes the
+	// winner rewrites, and reports deadlocks among the racers.
+	var cur struct {
+		Status runtime.Status `db:"status"`
+		Digest string         `db:"turn_digest"`
+	}
+	err = tx.GetContext(ctx, &cur, `
+		SELECT status, COALESCE(turn_digest, '') AS turn_digest FROM runs WHERE id = ? FOR UPDATE`, c.RunID)
+	if err != nil {
+		return notFound(fmt.Sprintf("claim run %d", c.RunID), err)
+	}
+	if cur.Status != c.From || cur.Digest != c.Digest {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
+	}
 	res, err := tx.ExecContext(ctx, `
 		UPDATE runs SET status = ?, claimed_by = NULLIF(?, ''),
 			lease_expires_at = IF(? = '', NULL, NOW(6) + INTERVAL ? MICROSECOND),
@@ -98,98 +117,124 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 	return nil
 }
 
-// Commit records one step in one transaction: it locks the run row and
-// checks the holder, writes the checkpoint and lease (and the next status,
-// when the step suspends or settles the run), and appends the event. The
-// cancel flag comes back from the same locked read, so checking for
-// cancellation at every step boundary costs no extra round trip.
+// Commit records one step in one transaction and one round trip: the
+// holder-guarded UPDATE of the run (checkpoint, lease, and the next status
+// when the step suspends or settles it), the event, and the decision's
+// bookkeeping travel as one multi-statement packet. Each write after the
+// UPDATE runs only if the guard held (@held), so a holder that lost its
+// lease writes nothing. The UPDATE also hands back the cancel flag through
+// LAST_INSERT_ID(expr), which arrives in the same OK packet: checking for
+// cancellation at every step boundary costs nothing extra.
 func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
-	tx, err := s.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, err)
+	set, args := runUpdate(c)
+	guard := ""
+	if c.Status.Waiting() {
+		// A cancel request wins over a suspension: nobody should be asked
+		// to decide a run its owner cancelled.
+		guard = " AND cancel_requested = 0"
 	}
-	defer tx.Rollback()
-	var held struct {
-		Status    runtime.Status `db:"status"`
-		ClaimedBy string         `db:"claimed_by"`
-		Cancel    bool           `db:"cancel_requested"`
-	}
-	err = tx.GetContext(ctx, &held, `
-		SELECT status, COALESCE(claimed_by, '') AS claimed_by, cancel_requested
-		FROM runs WHERE id = ? FOR UPDATE`, c.RunID)
-	if err != nil {
-		return false, notFound(fmt.Sprintf("commit step of run %d", c.RunID), err)
-	}
-	if held.Status != runtime.StatusRunning || held.ClaimedBy != c.ClaimedBy {
-		return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, runtime.ErrLeaseLost)
-	}
-	if held.Cancel && c.Status.Waiting() {
-		return true, fmt.Errorf("store: suspend run %d: %w", c.RunID, runtime.ErrCancelRequested)
-	}
-	if err := commitRun(ctx, tx, c); err != nil {
-		return false, err
-	}
-	if err := insertEvent(ctx, tx, c.RunID, c.Event); err != nil {
-		return false, err
-	}
+	var q strings.Builder
+	q.WriteString("START TRANSACTION;\nUPDATE runs SET " + set +
+		", cancel_requested = LAST_INSERT_ID(cancel_requested) WHERE id = ? AND status = 'running' AND claimed_by = ?" + guard + ";\n")
+	args = append(args, c.RunID, c.ClaimedBy)
+	q.WriteString("SET @held = ROW_COUNT();\n")
+	q.WriteString(`INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload)
+		SELECT ?, ?, ?, ?, ?, ? FROM DUAL WHERE @held = 1;` + "\n")
+	e := c.Event
+	args = append(args, c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, string(e.Payload))
 	if c.Executed != "" {
-		if _, err := tx.ExecContext(ctx, `
-			UPDATE decisions SET executed_at = NOW(6)
-			WHERE run_id = ? AND turn_digest = ? AND executed_at IS NULL`, c.RunID, c.Executed); err != nil {
-			return false, fmt.Errorf("store: mark decision of run %d executed: %w", c.RunID, err)
-		}
+		q.WriteString(`UPDATE decisions SET executed_at = NOW(6)
+			WHERE run_id = ? AND turn_digest = ? AND executed_at IS NULL AND @held = 1;` + "\n")
+		args = append(args, c.RunID, c.Executed)
 	}
 	if c.Outcome != "" {
-		if _, err := tx.ExecContext(ctx, `
-			UPDATE decisions SET outcome = ? WHERE run_id = ? AND turn_digest = ?`,
-			c.Outcome, c.RunID, c.OutcomeDigest); err != nil {
-			return false, fmt.Errorf("store: record outcome of run %d: %w", c.RunID, err)
-		}
+		q.WriteString(`UPDATE decisions SET outcome = ? WHERE run_id = ? AND turn_digest = ? AND @held = 1;` + "\n")
+		args = append(args, c.Outcome, c.RunID, c.OutcomeDigest)
 	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, err)
-	}
-	return held.Cancel, nil
-}
-
-// commitRun writes the run's side of a step. The row is locked and held by
-// the caller, so the UPDATE needs no guard of its own.
-func commitRun(ctx context.Context, tx sqlx.ExtContext, c runtime.Commit) error {
-	var err error
-	switch {
-	case c.Status == runtime.StatusRunning || c.Status == "":
-		_, err = tx.ExecContext(ctx, `
-			UPDATE runs SET state = ?, lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND,
-				pending_effect = NULLIF(?, ''), iterations = ?, input_tokens = ?, output_tokens = ?,
-				updated_at = NOW(6)
-			WHERE id = ?`,
-			c.State, micros(c.Lease), c.PendingEffect, c.Iterations, c.Usage.InputTokens,
-			c.Usage.OutputTokens, c.RunID)
-	case c.Status.Waiting():
-		_, err = tx.ExecContext(ctx, `
-			UPDATE runs SET status = ?, state = ?, turn = turn + 1, turn_digest = ?,
-				claimed_by = NULL, lease_expires_at = NULL, pending_effect = NULL,
-				iterations = ?, input_tokens = ?, output_tokens = ?,
-				waiting_since = NOW(6), updated_at = NOW(6)
-			WHERE id = ?`,
-			c.Status, c.State, c.TurnDigest, c.Iterations, c.Usage.InputTokens,
-			c.Usage.OutputTokens, c.RunID)
-	case c.Status.Terminal() || c.Status == runtime.StatusDecided:
-		// Settled, or handed back to the workers (decided, lease cleared).
-		_, err = tx.ExecContext(ctx, `
-			UPDATE runs SET status = ?, state = ?, claimed_by = NULL, lease_expires_at = NULL,
-				pending_effect = NULL, termination_reason = NULLIF(?, ''), answer = ?,
-				iterations = ?, input_tokens = ?, output_tokens = ?, updated_at = NOW(6)
-			WHERE id = ?`,
-			c.Status, c.State, c.TerminationReason, c.Answer, c.Iterations,
-			c.Usage.InputTokens, c.Usage.OutputTokens, c.RunID)
-	default:
-		return fmt.Errorf("store: commit step of run %d: cannot move to %q", c.RunID, c.Status)
+	q.WriteString("COMMIT")
+	res, err := s.script(ctx, q.String(), args)
+	if isDuplicate(err) {
+		// Only the holder appends; a clash means another holder did.
+		return false, fmt.Errorf("store: append event %d of run %d: %w", e.Seq, c.RunID, runtime.ErrLeaseLost)
 	}
 	if err != nil {
-		return fmt.Errorf("store: commit step of run %d: %w", c.RunID, err)
+		return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, err)
 	}
-	return nil
+	affected, ids := res.AllRowsAffected(), res.AllLastInsertIds()
+	if affected[1] == 1 {
+		return ids[1] != 0, nil
+	}
+	// The guard said no: find out whether a cancel stopped a suspension or
+	// the run is no longer ours.
+	r, err := s.Run(ctx, c.RunID)
+	if err != nil {
+		return false, err
+	}
+	if r.Status == runtime.StatusRunning && r.ClaimedBy == c.ClaimedBy && r.CancelRequested {
+		return true, fmt.Errorf("store: suspend run %d: %w", c.RunID, runtime.ErrCancelRequested)
+	}
+	return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, runtime.ErrLeaseLost)
+}
+
+// runUpdate is the SET clause of a step's UPDATE and its arguments. A step
+// that keeps the run running renews the lease; one that suspends opens a
+// new turn; one that settles (or hands the run back as decided) releases
+// the claim.
+func runUpdate(c runtime.Commit) (string, []any) {
+	usage := []any{c.Iterations, c.Usage.InputTokens, c.Usage.OutputTokens}
+	switch {
+	case c.Status.Waiting():
+		return `status = ?, state = ?, turn = turn + 1, turn_digest = ?, claimed_by = NULL,
+			lease_expires_at = NULL, pending_effect = NULL, iterations = ?, input_tokens = ?,
+			output_tokens = ?, waiting_since = NOW(6), updated_at = NOW(6)`,
+			append([]any{c.Status, c.State, c.TurnDigest}, usage...)
+	case c.Status.Terminal() || c.Status == runtime.StatusDecided:
+		return `status = ?, state = ?, claimed_by = NULL, lease_expires_at = NULL,
+			pending_effect = NULL, termination_reason = NULLIF(?, ''), answer = ?, iterations = ?,
+			input_tokens = ?, output_tokens = ?, updated_at = NOW(6)`,
+			append([]any{c.Status, c.State, c.TerminationReason, c.Answer}, usage...)
+	default:
+		return `state = ?, lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND,
+			pending_effect = NULLIF(?, ''), iterations = ?, input_tokens = ?, output_tokens = ?,
+			updated_at = NOW(6)`,
+			append([]any{c.State, micros(c.Lease), c.PendingEffect}, usage...)
+	}
+}
+
+// script runs a multi-statement script on one connection and returns the
+// per-statement results. A script that fails part-way may leave its
+// transaction open: it is rolled back before the connection goes back to
+// the pool.
+func (s *Store) script(ctx context.Context, query string, args []any) (mysql.Result, error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	named := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		v, err := driver.DefaultParameterConverter.ConvertValue(a)
+		if err != nil {
+			return nil, fmt.Errorf("argument %d: %w", i+1, err)
+		}
+		named[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	var res mysql.Result
+	err = conn.Raw(func(dc any) error {
+		r, err := dc.(driver.ExecerContext).ExecContext(ctx, query, named)
+		if err != nil {
+			return err
+		}
+		res = r.(mysql.Result)
+		return nil
+	})
+	if err != nil {
+		if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rbErr != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn }) // never reuse it
+		}
+		return nil, err
+	}
+	return res, nil
 }
 
 func insertEvent(ctx context.Context, tx sqlx.ExtContext, runID int64, e runtime.Event) error {
