@@ -45,6 +45,7 @@ type Continuation struct {
 
 	provider    Provider
 	standing    map[string]bool
+	stored      int // how many transcript messages are stored
 	seq         int
 	steps       int
 	obs         Observer
@@ -150,6 +151,16 @@ func (c *Continuation) load(ctx context.Context) error {
 	var err error
 	if c.seq, err = c.e.store.LastSeq(ctx, c.run.ID); err != nil {
 		return err
+	}
+	if c.stored == 0 {
+		blobs, err := c.e.store.Messages(ctx, c.run.ID)
+		if err != nil {
+			return err
+		}
+		if c.state.Messages, err = c.e.decodeMessages(blobs); err != nil {
+			return err
+		}
+		c.stored = len(blobs)
 	}
 	tools, err := c.e.store.StandingApprovals(ctx, c.run.ID)
 	if err != nil {
@@ -452,13 +463,18 @@ func (c *Continuation) stopped(err error) Outcome {
 // record commits one step: its event, the checkpointed state and the
 // lease, in one transaction, then tells the observer.
 func (c *Continuation) record(ctx context.Context, kind EventKind, round int, took time.Duration, p payload, edit func(*Commit)) error {
-	blob, err := c.e.codec.Encode(c.state)
+	blob, err := c.e.encodeState(c.state)
+	if err != nil {
+		return err
+	}
+	added, err := c.e.encodeMessages(c.state.Messages[c.stored:])
 	if err != nil {
 		return err
 	}
 	ev := Event{RunID: c.run.ID, Seq: c.seq + 1, Kind: kind, Round: round, DurationMS: took.Milliseconds(),
 		Payload: filter(c.cfg.PrivacyLevel, p)}
-	cm := Commit{RunID: c.run.ID, ClaimedBy: c.run.ClaimedBy, Event: ev, State: blob, Lease: c.e.lease,
+	cm := Commit{RunID: c.run.ID, ClaimedBy: c.run.ClaimedBy, Event: ev, State: blob,
+		Messages: added, FirstMessage: c.stored, Lease: c.e.lease,
 		Iterations: c.state.Iterations, Usage: c.state.Usage, Status: StatusRunning}
 	if edit != nil {
 		edit(&cm)
@@ -470,6 +486,7 @@ func (c *Continuation) record(ctx context.Context, kind EventKind, round int, to
 	}
 	c.seq++
 	c.steps++
+	c.stored = len(c.state.Messages)
 	ev.CreatedAt = time.Now()
 	step := Step{Event: ev}
 	if c.cfg.PrivacyLevel == PrivacyFull {

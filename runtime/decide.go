@@ -139,7 +139,7 @@ func (p *pipeline) check(ctx context.Context) error {
 	if p.approve && cfg.RequireSecondApprover && p.actor.ID == run.OwnerID {
 		return refuse(CodeFourEyes, "someone else has to approve run %d; you may deny it", run.ID)
 	}
-	state, err := p.e.codec.Decode(run.State)
+	state, err := p.e.decodeState(run.State)
 	if err != nil || state.Pending == nil {
 		return refuse(CodeUnreadableState, "the suspended state of run %d cannot be read", run.ID)
 	}

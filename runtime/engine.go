@@ -26,7 +26,7 @@ type Engine struct {
 	tools     map[string]Tool
 	providers ProviderFactory
 	validator Validator
-	codec     StateCodec
+	sealer    Sealer
 	lease     time.Duration
 	log       *slog.Logger
 }
@@ -38,8 +38,8 @@ type Options struct {
 	Tools     map[string]Tool
 	Providers ProviderFactory
 	Validator Validator
-	// Codec encodes the suspended state; JSONCodec when nil.
-	Codec StateCodec
+	// Sealer protects run content at rest; Plain when nil.
+	Sealer Sealer
 	// Lease is the claim's lease; DefaultLease when zero.
 	Lease  time.Duration
 	Logger *slog.Logger
@@ -48,9 +48,9 @@ type Options struct {
 // New returns an engine.
 func New(o Options) *Engine {
 	e := &Engine{store: o.Store, tools: o.Tools, providers: o.Providers, validator: o.Validator,
-		codec: o.Codec, lease: o.Lease, log: o.Logger}
-	if e.codec == nil {
-		e.codec = JSONCodec{}
+		sealer: o.Sealer, lease: o.Lease, log: o.Logger}
+	if e.sealer == nil {
+		e.sealer = Plain{}
 	}
 	if e.lease <= 0 {
 		e.lease = DefaultLease
@@ -87,58 +87,60 @@ type StartRequest struct {
 // which runs it until it pauses or settles. Refusals: not_found for an
 // unknown configuration, inactive_configuration, invalid_request.
 func (e *Engine) Start(ctx context.Context, req StartRequest) (*Continuation, error) {
-	run, cfg, state, err := e.newRun(ctx, req)
+	run, cfg, state, msgs, err := e.newRun(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	run.Status, run.ClaimedBy = StatusRunning, holderID()
-	if err := e.store.CreateRun(ctx, run, e.lease); err != nil {
+	if err := e.store.CreateRun(ctx, run, msgs, e.lease); err != nil {
 		return nil, err
 	}
-	return e.continuation(run, cfg, state, nil), nil
+	c := e.continuation(run, cfg, state, nil)
+	c.stored = len(state.Messages)
+	return c, nil
 }
 
 // Enqueue creates a queued run that a worker starts, and returns its id.
 func (e *Engine) Enqueue(ctx context.Context, req StartRequest) (int64, error) {
-	run, _, _, err := e.newRun(ctx, req)
+	run, _, _, msgs, err := e.newRun(ctx, req)
 	if err != nil {
 		return 0, err
 	}
 	run.Status = StatusQueued
-	if err := e.store.CreateRun(ctx, run, 0); err != nil {
+	if err := e.store.CreateRun(ctx, run, msgs, 0); err != nil {
 		return 0, err
 	}
 	return run.ID, nil
 }
 
-func (e *Engine) newRun(ctx context.Context, req StartRequest) (*Run, *Configuration, State, error) {
+func (e *Engine) newRun(ctx context.Context, req StartRequest) (*Run, *Configuration, State, [][]byte, error) {
 	prompt := strings.TrimSpace(req.Prompt)
 	switch {
 	case prompt == "":
-		return nil, nil, State{}, refuse(CodeInvalidRequest, "the prompt is empty")
+		return nil, nil, State{}, nil, refuse(CodeInvalidRequest, "the prompt is empty")
 	case len(prompt) > maxPromptBytes:
-		return nil, nil, State{}, refuse(CodeInvalidRequest, "the prompt is longer than %d bytes", maxPromptBytes)
+		return nil, nil, State{}, nil, refuse(CodeInvalidRequest, "the prompt is longer than %d bytes", maxPromptBytes)
 	}
 	origin := req.Origin
 	if origin == "" {
 		origin = OriginInteractive
 	}
 	if origin != OriginInteractive && origin != OriginProcess {
-		return nil, nil, State{}, refuse(CodeInvalidRequest, "origin must be interactive or process")
+		return nil, nil, State{}, nil, refuse(CodeInvalidRequest, "origin must be interactive or process")
 	}
 	cfg, err := e.store.ConfigurationByIdentifier(ctx, req.Configuration)
 	if errors.Is(err, ErrNotFound) {
-		return nil, nil, State{}, refuse(CodeNotFound, "no configuration %q", req.Configuration)
+		return nil, nil, State{}, nil, refuse(CodeNotFound, "no configuration %q", req.Configuration)
 	}
 	if err != nil {
-		return nil, nil, State{}, err
+		return nil, nil, State{}, nil, err
 	}
 	if !cfg.Active {
-		return nil, nil, State{}, refuse(CodeInactiveConfiguration, "configuration %q is not active", cfg.Identifier)
+		return nil, nil, State{}, nil, refuse(CodeInactiveConfiguration, "configuration %q is not active", cfg.Identifier)
 	}
 	for _, name := range cfg.Tools {
 		if _, ok := e.tools[name]; !ok {
-			return nil, nil, State{}, refuse(CodeInvalidRequest, "configuration %q names tool %q, which this server does not have", cfg.Identifier, name)
+			return nil, nil, State{}, nil, refuse(CodeInvalidRequest, "configuration %q names tool %q, which this server does not have", cfg.Identifier, name)
 		}
 	}
 	var state State
@@ -146,12 +148,16 @@ func (e *Engine) newRun(ctx context.Context, req StartRequest) (*Run, *Configura
 		state.Messages = append(state.Messages, Message{Role: "system", Content: cfg.SystemPrompt})
 	}
 	state.Messages = append(state.Messages, Message{Role: "user", Content: prompt})
-	blob, err := e.codec.Encode(state)
+	blob, err := e.encodeState(state)
 	if err != nil {
-		return nil, nil, State{}, err
+		return nil, nil, State{}, nil, err
+	}
+	msgs, err := e.encodeMessages(state.Messages)
+	if err != nil {
+		return nil, nil, State{}, nil, err
 	}
 	run := &Run{ConfigurationID: cfg.ID, OwnerID: req.Owner.ID, Origin: origin, State: blob, Prompt: prompt}
-	return run, cfg, state, nil
+	return run, cfg, state, msgs, nil
 }
 
 // CancelResult says what a cancel did.

@@ -66,19 +66,24 @@ func TestDenialIsAToolResultTheModelSees(t *testing.T) {
 	if got := f.refunds(t, order); got != 0 {
 		t.Errorf("refunds = %d after a denial, want 0", got)
 	}
-	r, _ := f.st.Run(context.Background(), out.RunID)
-	var state runtime.State
-	if err := json.Unmarshal(r.State, &state); err != nil {
+	blobs, err := f.st.Messages(context.Background(), out.RunID)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var found bool
-	for _, m := range state.Messages {
+	var msgs []runtime.Message
+	for _, b := range blobs {
+		var m runtime.Message
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
 		if m.Role == "tool" && m.ToolName == "refund_order" {
 			found = m.Content == "denied by approver: not eligible" && m.IsError
 		}
 	}
 	if !found {
-		t.Errorf("the transcript has no denial result for refund_order: %+v", state.Messages)
+		t.Errorf("the transcript has no denial result for refund_order: %+v", msgs)
 	}
 }
 

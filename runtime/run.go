@@ -65,7 +65,7 @@ type Run struct {
 	Status            Status     `db:"status"`
 	Turn              int        `db:"turn"`
 	TurnDigest        string     `db:"turn_digest"`
-	State             []byte     `db:"state"` // the encoded State; see StateCodec
+	State             []byte     `db:"state"` // the sealed State; see Sealer
 	ClaimedBy         string     `db:"claimed_by"`
 	LeaseExpiresAt    *time.Time `db:"lease_expires_at"`
 	PendingEffect     string     `db:"pending_effect"`

@@ -8,8 +8,10 @@ import (
 // State is what a run carries from one step to the next: the transcript,
 // the turn it waits on, and what people decided about its calls. It is
 // checkpointed with every step, so a worker can continue from the last one.
+// The transcript is stored apart, one row per message, so that a step
+// writes only its new messages rather than the whole transcript again.
 type State struct {
-	Messages   []Message `json:"messages"`
+	Messages   []Message `json:"-"`
 	Iterations int       `json:"iterations"`
 	Usage      Usage     `json:"usage"`
 	// Pending is the turn the run waits on; nil while it runs.
@@ -52,24 +54,68 @@ const (
 	TurnInput    = "input"
 )
 
-// StateCodec turns a State into the stored blob and back. The default is
-// plain JSON; an encrypting codec may wrap it.
-type StateCodec interface {
-	Encode(State) ([]byte, error)
-	Decode([]byte) (State, error)
+// Sealer protects run content at rest: the suspended state and every
+// transcript message pass through it on their way to the store. The default
+// stores plain JSON; an encrypting sealer may replace it. Open fails on a
+// blob it cannot read.
+type Sealer interface {
+	Seal(plain []byte) ([]byte, error)
+	Open(sealed []byte) ([]byte, error)
 }
 
-// JSONCodec stores the state as plain JSON.
-type JSONCodec struct{}
+// Plain stores content as it is.
+type Plain struct{}
 
-// Encode returns the state's JSON.
-func (JSONCodec) Encode(s State) ([]byte, error) { return json.Marshal(s) }
+// Seal returns plain unchanged.
+func (Plain) Seal(plain []byte) ([]byte, error) { return plain, nil }
 
-// Decode parses a state's JSON; a blob that does not parse is an error.
-func (JSONCodec) Decode(b []byte) (State, error) {
+// Open returns sealed unchanged.
+func (Plain) Open(sealed []byte) ([]byte, error) { return sealed, nil }
+
+func (e *Engine) encodeState(s State) ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: encode state: %w", err)
+	}
+	return e.sealer.Seal(b)
+}
+
+func (e *Engine) decodeState(blob []byte) (State, error) {
 	var s State
+	b, err := e.sealer.Open(blob)
+	if err != nil {
+		return State{}, fmt.Errorf("runtime: open state: %w", err)
+	}
 	if err := json.Unmarshal(b, &s); err != nil {
 		return State{}, fmt.Errorf("runtime: decode state: %w", err)
 	}
 	return s, nil
+}
+
+func (e *Engine) encodeMessages(msgs []Message) ([][]byte, error) {
+	out := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: encode message: %w", err)
+		}
+		if out[i], err = e.sealer.Seal(b); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (e *Engine) decodeMessages(blobs [][]byte) ([]Message, error) {
+	out := make([]Message, len(blobs))
+	for i, blob := range blobs {
+		b, err := e.sealer.Open(blob)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: open message %d: %w", i, err)
+		}
+		if err := json.Unmarshal(b, &out[i]); err != nil {
+			return nil, fmt.Errorf("runtime: decode message %d: %w", i, err)
+		}
+	}
+	return out, nil
 }

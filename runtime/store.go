@@ -17,9 +17,11 @@ type Store interface {
 	ConfigurationByIdentifier(ctx context.Context, identifier string) (*Configuration, error)
 	// Run returns a run, or ErrNotFound.
 	Run(ctx context.Context, id int64) (*Run, error)
-	// CreateRun inserts a run, running and claimed by r.ClaimedBy for the
-	// lease, or queued, and sets its ID.
-	CreateRun(ctx context.Context, r *Run, lease time.Duration) error
+	// CreateRun inserts a run with its first transcript messages, running
+	// and claimed by r.ClaimedBy for the lease, or queued, and sets its ID.
+	CreateRun(ctx context.Context, r *Run, messages [][]byte, lease time.Duration) error
+	// Messages returns a run's sealed transcript messages in order.
+	Messages(ctx context.Context, runID int64) ([][]byte, error)
 	// Claim moves a waiting run on and records its decision in one
 	// transaction; ErrClaimLost when the guard or the decision's unique key
 	// says someone else won.
@@ -96,7 +98,11 @@ type Commit struct {
 	ClaimedBy string
 	Event     Event
 	State     []byte
-	Lease     time.Duration
+	// Messages are the sealed transcript messages this step added; the
+	// first of them has index FirstMessage.
+	Messages     [][]byte
+	FirstMessage int
+	Lease        time.Duration
 	// PendingEffect is the call whose write is in flight after this step;
 	// "" clears it.
 	PendingEffect string

@@ -39,10 +39,16 @@ func (s *Store) Run(ctx context.Context, id int64) (*runtime.Run, error) {
 	return &r, nil
 }
 
-// CreateRun inserts a run and sets its ID. A running run starts claimed by
-// r.ClaimedBy with a lease of the given length; a queued one unclaimed.
-func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, lease time.Duration) error {
-	res, err := s.db.ExecContext(ctx, `
+// CreateRun inserts a run with its first transcript messages and sets its
+// ID. A running run starts claimed by r.ClaimedBy with a lease of the given
+// length; a queued one unclaimed.
+func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, messages [][]byte, lease time.Duration) error {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: create run: %w", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `
 		INSERT INTO runs (configuration_id, owner_id, origin, status, state, claimed_by,
 			lease_expires_at, prompt)
 		VALUES (?, ?, ?, ?, ?, NULLIF(?, ''), IF(? = '', NULL, NOW(6) + INTERVAL ? MICROSECOND), ?)`,
@@ -51,10 +57,30 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, lease time.Durati
 	if err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}
-	if r.ID, err = res.LastInsertId(); err != nil {
+	id, err := res.LastInsertId()
+	if err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}
+	for i, m := range messages {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO run_messages (run_id, idx, body) VALUES (?, ?, ?)`, id, i, m); err != nil {
+			return fmt.Errorf("store: create run: message %d: %w", i, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: create run: %w", err)
+	}
+	r.ID = id
 	return nil
+}
+
+// Messages returns a run's sealed transcript messages in order.
+func (s *Store) Messages(ctx context.Context, runID int64) ([][]byte, error) {
+	var bodies [][]byte
+	if err := s.db.SelectContext(ctx, &bodies, `
+		SELECT body FROM run_messages WHERE run_id = ? ORDER BY idx`, runID); err != nil {
+		return nil, fmt.Errorf("store: messages of run %d: %w", runID, err)
+	}
+	return bodies, nil
 }
 
 // Claim moves a waiting run on and records its decision in one
@@ -119,8 +145,9 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 
 // Commit records one step in one transaction and one round trip: the
 // holder-guarded UPDATE of the run (checkpoint, lease, and the next status
-// when the step suspends or settles it), the event, and the decision's
-// bookkeeping travel as one multi-statement packet. Each write after the
+// when the step suspends or settles it), the event, the step's new
+// transcript messages and the decision's bookkeeping travel as one
+// multi-statement packet. Each write after the
 // UPDATE runs only if the guard held (@held), so a holder that lost its
 // lease writes nothing. The UPDATE also hands back the cancel flag through
 // LAST_INSERT_ID(expr), which arrives in the same OK packet: checking for
@@ -142,6 +169,10 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 		SELECT ?, ?, ?, ?, ?, ? FROM DUAL WHERE @held = 1;` + "\n")
 	e := c.Event
 	args = append(args, c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, string(e.Payload))
+	for i, m := range c.Messages {
+		q.WriteString(`INSERT INTO run_messages (run_id, idx, body) SELECT ?, ?, ? FROM DUAL WHERE @held = 1;` + "\n")
+		args = append(args, c.RunID, c.FirstMessage+i, m)
+	}
 	if c.Executed != "" {
 		q.WriteString(`UPDATE decisions SET executed_at = NOW(6)
 			WHERE run_id = ? AND turn_digest = ? AND executed_at IS NULL AND @held = 1;` + "\n")

@@ -1,0 +1,47 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store"
+	"github.com/turnstile-dev/turnstile/store/dbtest"
+)
+
+// BenchmarkCommit measures the store's side of one step alone: the
+// one-round-trip script of Commit, beside an autocommit single-row INSERT.
+func BenchmarkCommit(b *testing.B) {
+	db, _ := dbtest.New(b)
+	st := store.New(db)
+	ctx := context.Background()
+	if _, err := db.Exec(`CREATE TABLE bare (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
+		Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "bench", Prompt: "p"}
+	if err := st.CreateRun(ctx, r, nil, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("bare", func(b *testing.B) {
+		for i := range b.N {
+			if _, err := db.ExecContext(ctx, `INSERT INTO bare (v) VALUES (?)`, i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	seq := 0
+	b.Run("step", func(b *testing.B) {
+		payload := json.RawMessage(`{"tool":"noop","result_bytes":2,"is_error":false}`)
+		for range b.N {
+			seq++
+			_, err := st.Commit(ctx, runtime.Commit{RunID: r.ID, ClaimedBy: "bench", State: []byte(`{"messages":[]}`),
+				Lease: time.Minute, Event: runtime.Event{Seq: seq, Kind: runtime.KindTool, Payload: payload}})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
