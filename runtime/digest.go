@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"sort"
 	"strconv"
 )
@@ -37,7 +39,7 @@ func Canonical(doc []byte) ([]byte, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("canonical json: %w", err)
 	}
-	if _, err := dec.Token(); err == nil {
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("canonical json: trailing data")
 	}
 	var buf bytes.Buffer
@@ -89,6 +91,11 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil {
 			return fmt.Errorf("canonical json: number %q: %w", v, err)
+		}
+		// 1e6 and 1000000.0 are the integer 1000000, and -0.0 is 0.
+		if f == math.Trunc(f) && f >= -1<<63 && f < 1<<63 {
+			buf.WriteString(strconv.FormatInt(int64(f), 10))
+			return nil
 		}
 		buf.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
 	case bool:

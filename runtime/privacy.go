@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"encoding/json"
-	"unicode/utf8"
 )
 
 // content marks a value of an event payload as run content: prompts,
@@ -95,7 +94,7 @@ func redact(v any) any {
 func size(v any) int {
 	switch v := v.(type) {
 	case string:
-		return utf8.RuneCountInString(v)
+		return len(v)
 	case json.RawMessage:
 		return len(v)
 	default:

@@ -38,6 +38,11 @@ type Store interface {
 	// MarkPendingEffect stamps the call whose non-idempotent write is about
 	// to run (and renews the lease); ErrLeaseLost when not held.
 	MarkPendingEffect(ctx context.Context, runID int64, claimedBy, callID string, lease time.Duration) error
+	// WaitingRuns lists interactive runs waiting for a decision, oldest
+	// first; ownerID 0 lists everyone's.
+	WaitingRuns(ctx context.Context, ownerID int64, limit int) ([]*Run, error)
+	// Events returns a run's events after a seq, in order.
+	Events(ctx context.Context, runID int64, afterSeq int) ([]Event, error)
 	// LastSeq returns the highest event seq of a run, 0 when it has none.
 	LastSeq(ctx context.Context, runID int64) (int, error)
 	// Decision returns the decision recorded for a turn, or ErrNotFound.

@@ -177,3 +177,12 @@ func (s *Store) ListUsers(ctx context.Context) ([]User, error) {
 	}
 	return users, nil
 }
+
+// SetPassword replaces a user's password hash.
+func (s *Store) SetPassword(ctx context.Context, id int64, hash string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE users SET password_hash = ? WHERE id = ?`, hash, id)
+	if err := oneRow(res, err, ErrNotFound); err != nil {
+		return fmt.Errorf("store: set password of user %d: %w", id, err)
+	}
+	return nil
+}

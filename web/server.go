@@ -5,12 +5,31 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
+	"time"
 
+	"github.com/alexedwards/scs/v2"
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store"
 )
+
+// Engine is what the web layer asks of the agent engine.
+type Engine interface {
+	Decide(ctx context.Context, req runtime.DecideRequest) (*runtime.Continuation, error)
+	SubmitInput(ctx context.Context, req runtime.InputRequest) (*runtime.Continuation, error)
+	Cancel(ctx context.Context, runID int64, actor runtime.Actor) (runtime.CancelResult, error)
+	Pending(ctx context.Context, actor runtime.Actor) ([]runtime.PendingRun, error)
+	Detail(ctx context.Context, runID int64, actor runtime.Actor) (*runtime.RunDetail, error)
+}
+
+// Users is what sign-in needs of the store.
+type Users interface {
+	UserByName(ctx context.Context, name string) (*store.User, error)
+	User(ctx context.Context, id int64) (*store.User, error)
+}
 
 // Readiness is what /readyz asks: the database answers and every migration
 // is applied.
@@ -18,39 +37,83 @@ type Readiness interface {
 	Ready(ctx context.Context) error
 }
 
-// Server holds the handlers' dependencies.
-type Server struct {
-	log   *slog.Logger
-	ready Readiness
-}
-
 // Deps are the server's dependencies.
 type Deps struct {
-	Logger *slog.Logger
-	Ready  Readiness
+	Logger   *slog.Logger
+	Ready    Readiness
+	Engine   Engine
+	Users    Users
+	Sessions *scs.SessionManager
+	// Keepalive is the longest a stream stays silent; DefaultKeepalive
+	// when zero.
+	Keepalive time.Duration
+	// WriteTimeout is how long one stream line may take to write; every
+	// line extends the server's write deadline by it.
+	WriteTimeout time.Duration
+}
+
+// DefaultKeepalive is the default --keepalive.
+const DefaultKeepalive = 10 * time.Second
+
+// Server holds the handlers' dependencies.
+type Server struct {
+	log          *slog.Logger
+	ready        Readiness
+	engine       Engine
+	users        Users
+	sessions     *scs.SessionManager
+	keepalive    time.Duration
+	writeTimeout time.Duration
 }
 
 // New returns a server.
 func New(d Deps) *Server {
-	return &Server{log: d.Logger, ready: d.Ready}
+	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, sessions: d.Sessions,
+		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout}
+	if s.keepalive <= 0 {
+		s.keepalive = DefaultKeepalive
+	}
+	if s.writeTimeout <= 0 {
+		s.writeTimeout = 30 * time.Second
+	}
+	return s
 }
 
-// Handler returns the router with every route.
+// Handler returns every route behind the middleware: cross-origin
+// protection for every unsafe request, then the session.
 func (s *Server) Handler() http.Handler {
 	r := httprouter.New()
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
+	r.Handler(http.MethodGet, "/static/*filepath", staticFiles())
+
+	r.GET("/", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+	})
+	r.GET("/login", s.loginForm)
+	r.POST("/login", s.form(s.login))
+	r.POST("/logout", s.form(s.logout))
+	r.GET("/inbox", s.signedIn(s.inbox))
+	r.POST("/inbox/runs/:id/decision", s.form(s.signedIn(s.decision)))
+	r.POST("/inbox/runs/:id/input", s.form(s.signedIn(s.input)))
+	r.GET("/runs/:id", s.signedIn(s.run))
+	r.POST("/runs/:id/cancel", s.form(s.signedIn(s.cancel)))
+
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.writeJSON(w, http.StatusNotFound, errorBody("not_found", "no such page"))
+		s.errorPage(w, r, http.StatusNotFound)
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.writeJSON(w, http.StatusMethodNotAllowed, errorBody("method_not_allowed", r.Method+" is not allowed here"))
+		s.errorPage(w, r, http.StatusMethodNotAllowed)
 	})
 	r.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", v)
-		s.writeJSON(w, http.StatusInternalServerError, errorBody("internal", "something went wrong on our side"))
+		s.errorPage(w, r, http.StatusInternalServerError)
 	}
-	return r
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.errorPage(w, r, http.StatusForbidden)
+	}))
+	return cop.Handler(s.sessions.LoadAndSave(r))
 }
 
 // healthz answers while the process serves, whatever the database does.
@@ -67,16 +130,4 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		return
 	}
 	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-func errorBody(code, message string) map[string]any {
-	return map[string]any{"error": map[string]string{"code": code, "message": message}}
-}
-
-func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	if err := json.NewEncoder(w).Encode(v); err != nil {
-		s.log.Debug("write response", "err", err)
-	}
 }

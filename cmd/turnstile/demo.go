@@ -11,6 +11,7 @@ import (
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/config"
 	"github.com/turnstile-dev/turnstile/store"
+	"github.com/turnstile-dev/turnstile/web"
 )
 
 // demoConfigs are the demo's agents, in the same format as
@@ -63,7 +64,7 @@ func seedDemo(ctx context.Context, a *app, out io.Writer) error {
 	if err := a.store.SeedDemoOrders(ctx); err != nil {
 		return err
 	}
-	owner, fresh, err := seedUsers(ctx, a)
+	owner, fresh, err := seedUsers(ctx, a, out)
 	if err != nil {
 		return err
 	}
@@ -83,25 +84,54 @@ func seedDemo(ctx context.Context, a *app, out io.Writer) error {
 	return nil
 }
 
-// seedUsers creates the demo users that are missing and returns the owner
-// of the demo runs, and whether the users were new (a fresh demo).
-func seedUsers(ctx context.Context, a *app) (runtime.Actor, bool, error) {
+// seedUsers creates the demo users that are missing, gives every demo user
+// a fresh random password and prints it (so the demo never runs on a
+// well-known password), and returns the owner of the demo runs and whether
+// the users were new (a fresh demo).
+func seedUsers(ctx context.Context, a *app, out io.Writer) (runtime.Actor, bool, error) {
 	var owner runtime.Actor
 	fresh := false
+	fmt.Fprintln(out, "demo users (passwords are new at every start):")
 	for _, u := range demoUsers {
+		password, err := newPassword()
+		if err != nil {
+			return owner, false, err
+		}
+		hash, err := web.HashPassword(password)
+		if err != nil {
+			return owner, false, err
+		}
 		existing, err := a.store.UserByName(ctx, u.Name)
-		if errors.Is(err, store.ErrNotFound) {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
 			u := u
+			u.PasswordHash = hash
 			if err := a.store.CreateUser(ctx, &u); err != nil {
 				return owner, false, err
 			}
 			existing, fresh = &u, true
-		} else if err != nil {
+		case err != nil:
 			return owner, false, err
+		default:
+			if err := a.store.SetPassword(ctx, existing.ID, hash); err != nil {
+				return owner, false, err
+			}
 		}
+		fmt.Fprintf(out, "  %-9s %-22s %s\n", u.Name, password, describe(u))
 		if u.Name == "user" {
 			owner = existing.Actor()
 		}
 	}
 	return owner, fresh, nil
+}
+
+func describe(u store.User) string {
+	switch {
+	case u.Role == runtime.RoleAdmin:
+		return "admin: sees every run, the playground"
+	case len(u.Grants) > 0:
+		return "operator: may approve any run"
+	default:
+		return "plain user: owns the demo runs"
+	}
 }

@@ -41,6 +41,7 @@ Usage: turnstile <command> [flags]
 Commands:
   serve     migrate the database and serve HTTP
   migrate   apply the database migrations and exit
+  user      add or list users (user add --name N --role admin|user [--grant approve])
 
 Run "turnstile <command> --help" for a command's flags; every flag can also
 be set through the environment variable shown beside it.
@@ -59,6 +60,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return serve(ctx, args[1:], e)
 	case "migrate":
 		return migrate(ctx, args[1:], e)
+	case "user":
+		return user(ctx, args[1:], e)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

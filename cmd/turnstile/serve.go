@@ -3,12 +3,19 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
+	"github.com/alexedwards/scs/mysqlstore"
+	"github.com/alexedwards/scs/v2"
+
 	"github.com/turnstile-dev/turnstile/web"
 )
+
+// writeTimeout bounds writing a response, or one line of a stream.
+const writeTimeout = 30 * time.Second
 
 // serve migrates the database and serves HTTP until ctx ends, then shuts
 // down gracefully within --shutdown-timeout.
@@ -20,6 +27,8 @@ func serve(ctx context.Context, args []string, e env) error {
 	demo := fs.Bool("demo", false, "seed the demo configurations, users, orders and a few waiting runs when absent")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 25*time.Second, "how long a shutdown waits for requests in flight")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	keepalive := fs.Duration("keepalive", web.DefaultKeepalive, "longest silence of a stream before a keepalive line")
+	secureCookies := fs.Bool("secure-cookies", false, "mark the session cookie Secure (set it when served over HTTPS)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -37,15 +46,29 @@ func serve(ctx context.Context, args []string, e env) error {
 			return err
 		}
 	}
+	if *keepalive <= 0 {
+		return errors.New("--keepalive must be positive")
+	}
+	sessions := scs.New()
+	sessionStore := mysqlstore.NewWithCleanupInterval(a.db.DB, 5*time.Minute)
+	defer sessionStore.StopCleanup()
+	sessions.Store = sessionStore
+	sessions.Lifetime = 12 * time.Hour
+	sessions.Cookie.Name = "turnstile_session"
+	sessions.Cookie.HttpOnly = true
+	sessions.Cookie.SameSite = http.SameSiteLaxMode
+	sessions.Cookie.Secure = *secureCookies
+	handler := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store,
+		Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout}).Handler()
 	srv := &http.Server{
-		Handler:           web.New(web.Deps{Logger: log, Ready: a.store}).Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// Streams extend their write deadline per line; everything else
 		// must be written within this.
-		WriteTimeout: 30 * time.Second,
+		WriteTimeout: writeTimeout,
 		IdleTimeout:  2 * time.Minute,
-		ErrorLog:     nil,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store"
+	"github.com/turnstile-dev/turnstile/web"
+)
+
+// user manages users: "user add" and "user list".
+func user(ctx context.Context, args []string, e env) error {
+	if len(args) == 0 || (args[0] != "add" && args[0] != "list") {
+		return errors.New(`usage: turnstile user add --name N --role admin|user [--grant approve[,other…]] | turnstile user list`)
+	}
+	fs := newFlagSet("user "+args[0], e)
+	var d dbFlags
+	d.register(fs)
+	name := fs.String("name", "", "the user's sign-in name")
+	role := fs.String("role", "user", "admin or user")
+	grants := fs.String("grant", "", "comma-separated grants, e.g. approve")
+	if err := fs.parse(args[1:]); err != nil {
+		return err
+	}
+	log, err := newLogger(e.stderr, "warn")
+	if err != nil {
+		return err
+	}
+	a, err := open(ctx, d, log)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	if args[0] == "list" {
+		users, err := a.store.ListUsers(ctx)
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			fmt.Fprintf(e.stdout, "%s\t%s\t%s\n", u.Name, u.Role, strings.Join(u.Grants, ","))
+		}
+		return nil
+	}
+	if *name == "" {
+		return errors.New("user add: --name is required")
+	}
+	if *role != string(runtime.RoleAdmin) && *role != string(runtime.RoleUser) {
+		return fmt.Errorf("user add: --role must be admin or user, not %q", *role)
+	}
+	password, generated, err := readPassword(e.stdin)
+	if err != nil {
+		return err
+	}
+	hash, err := web.HashPassword(password)
+	if err != nil {
+		return err
+	}
+	u := &store.User{Name: *name, Role: runtime.Role(*role), PasswordHash: hash}
+	if *grants != "" {
+		u.Grants = strings.Split(*grants, ",")
+	}
+	if err := a.store.CreateUser(ctx, u); err != nil {
+		return err
+	}
+	if generated {
+		fmt.Fprintf(e.stdout, "user %s created; password (shown once): %s\n", u.Name, password)
+	} else {
+		fmt.Fprintf(e.stdout, "user %s created\n", u.Name)
+	}
+	return nil
+}
+
+// readPassword reads the password from standard input when it is not a
+// terminal (a pipe or a file); otherwise it generates one.
+func readPassword(stdin io.Reader) (string, bool, error) {
+	if f, ok := stdin.(*os.File); ok {
+		if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice != 0 {
+			p, err := newPassword()
+			return p, true, err
+		}
+	}
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", false, fmt.Errorf("read password: %w", err)
+	}
+	password := strings.TrimRight(line, "\r\n")
+	if len(password) < 8 {
+		return "", false, errors.New("the password on standard input must have at least 8 characters")
+	}
+	return password, false, nil
+}
+
+// newPassword returns a random password of 16 URL-safe characters.
+func newPassword() (string, error) {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}

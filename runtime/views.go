@@ -1,0 +1,77 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+)
+
+// PendingRun is a run that waits for a decision, as the inbox shows it.
+type PendingRun struct {
+	Run           *Run
+	Configuration *Configuration
+	Turn          PendingTurn
+}
+
+// maxInbox bounds one inbox listing.
+const maxInbox = 200
+
+// Pending lists the interactive runs the actor may decide, oldest first:
+// every such run for admins and holders of the approve grant, their own
+// for everyone else. A run whose state cannot be read is left out (and
+// logged): nobody could decide it.
+func (e *Engine) Pending(ctx context.Context, actor Actor) ([]PendingRun, error) {
+	owner := actor.ID
+	if actor.Role == RoleAdmin || actor.Has(GrantApprove) {
+		owner = 0
+	}
+	runs, err := e.store.WaitingRuns(ctx, owner, maxInbox)
+	if err != nil {
+		return nil, err
+	}
+	cfgs := map[int64]*Configuration{}
+	out := make([]PendingRun, 0, len(runs))
+	for _, r := range runs {
+		cfg, ok := cfgs[r.ConfigurationID]
+		if !ok {
+			if cfg, err = e.store.Configuration(ctx, r.ConfigurationID); err != nil {
+				return nil, err
+			}
+			cfgs[r.ConfigurationID] = cfg
+		}
+		state, err := e.decodeState(r.State)
+		if err != nil || state.Pending == nil {
+			e.log.Warn("waiting run with an unreadable state", "run", r.ID, "err", err)
+			continue
+		}
+		out = append(out, PendingRun{Run: r, Configuration: cfg, Turn: *state.Pending})
+	}
+	return out, nil
+}
+
+// RunDetail is everything a run's detail page shows.
+type RunDetail struct {
+	Run           *Run
+	Configuration *Configuration
+	Events        []Event
+}
+
+// Detail returns a run with its stored events, for its owner and admins
+// only: anyone else gets not_found, so a run's existence is not revealed.
+func (e *Engine) Detail(ctx context.Context, runID int64, actor Actor) (*RunDetail, error) {
+	run, err := e.store.Run(ctx, runID)
+	if errors.Is(err, ErrNotFound) || (err == nil && actor.Role != RoleAdmin && actor.ID != run.OwnerID) {
+		return nil, refuse(CodeNotFound, "no run %d", runID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := e.store.Configuration(ctx, run.ConfigurationID)
+	if err != nil {
+		return nil, err
+	}
+	events, err := e.store.Events(ctx, runID, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &RunDetail{Run: run, Configuration: cfg, Events: events}, nil
+}

@@ -1,0 +1,102 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// wantsStream reports whether a request asks for an NDJSON answer.
+func wantsStream(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/x-ndjson")
+}
+
+// stream writes NDJSON lines: one writer serialises every line, flushes it
+// at once and extends the write deadline for it, and remembers when the
+// last line left so keepalives go out only after a silence. Once a write
+// fails (the client is gone) it writes nothing more; the caller keeps
+// going.
+type stream struct {
+	w            http.ResponseWriter
+	rc           *http.ResponseController
+	writeTimeout time.Duration
+
+	mu     sync.Mutex
+	last   time.Time
+	broken bool
+}
+
+// startStream sends the headers of a stream with status 200.
+func (s *Server) startStream(w http.ResponseWriter) *stream {
+	h := w.Header()
+	h.Set("Content-Type", "application/x-ndjson; charset=utf-8")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	h.Del("Content-Length")
+	st := &stream{w: w, rc: http.NewResponseController(w), writeTimeout: s.writeTimeout}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.rc.SetWriteDeadline(time.Now().Add(st.writeTimeout))
+	w.WriteHeader(http.StatusOK)
+	st.flush()
+	return st
+}
+
+// send writes one line.
+func (st *stream) send(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return // lines are built from plain values; this cannot happen
+	}
+	b = append(b, '\n')
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.last = time.Now()
+	if st.broken {
+		return
+	}
+	// A deadline error is not fatal: an HTTP/2 or test writer may not
+	// support deadlines, and then none applies.
+	st.rc.SetWriteDeadline(time.Now().Add(st.writeTimeout))
+	if _, err := st.w.Write(b); err != nil {
+		st.broken = true
+		return
+	}
+	st.flush()
+}
+
+func (st *stream) flush() {
+	if err := st.rc.Flush(); err != nil {
+		st.broken = true
+	}
+}
+
+// keepalives sends line() whenever every passed without a line, until
+// stop is called, whatever the continuation is doing meanwhile.
+func (st *stream) keepalives(every time.Duration, line func() any) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTimer(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			st.mu.Lock()
+			due := st.last.Add(every)
+			st.mu.Unlock()
+			if wait := time.Until(due); wait > 0 {
+				t.Reset(wait)
+				continue
+			}
+			st.send(line())
+			t.Reset(every)
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
