@@ -1,0 +1,132 @@
+package web_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+)
+
+func TestNativeApproveRedirectsWithTheOutcome(t *testing.T) {
+	a := newApp(t, 0)
+	paused, order := a.waiting(t, "refund")
+	c := a.signIn(t, "approver")
+	res, _ := c.post("/inbox/runs/"+strconv.FormatInt(paused.RunID, 10)+"/decision",
+		url.Values{"turn_digest": {paused.Digest}, "decision": {"approve"}, "scope": {"once"}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/inbox" {
+		t.Fatalf("status %d to %q, want 303 to /inbox", res.StatusCode, res.Header.Get("Location"))
+	}
+	if got, want := c.flash(), "Run "+strconv.FormatInt(paused.RunID, 10)+" completed."; got != want {
+		t.Errorf("flash = %q, want %q", got, want)
+	}
+	if n := a.refunds(t, order); n != 1 {
+		t.Errorf("refunds = %d, want 1", n)
+	}
+}
+
+// streamLines posts a decision with Accept: application/x-ndjson and
+// returns every line, parsed.
+func streamLines(t *testing.T, c *client, path string, form url.Values) (*http.Response, []map[string]any, []string) {
+	t.Helper()
+	res, err := c.http.Do(c.postRequest(path, form, "application/x-ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var lines []map[string]any
+	var raw []string
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		raw = append(raw, sc.Text())
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %q is not JSON: %v", sc.Text(), err)
+		}
+		lines = append(lines, m)
+	}
+	return res, lines, raw
+}
+
+func TestStreamedApproveCountsStepsOnly(t *testing.T) {
+	a := newApp(t, 500*time.Millisecond)
+	paused, order := a.waiting(t, "silent")
+	c := a.signIn(t, "approver")
+	res, lines, raw := streamLines(t, c, "/inbox/runs/"+strconv.FormatInt(paused.RunID, 10)+"/decision",
+		url.Values{"turn_digest": {paused.Digest}, "decision": {"approve"}})
+	if got := res.Header.Get("Content-Type"); got != "application/x-ndjson; charset=utf-8" {
+		t.Errorf("Content-Type = %q", got)
+	}
+	if got := res.Header.Get("X-Accel-Buffering"); got != "no" {
+		t.Errorf("X-Accel-Buffering = %q, want no", got)
+	}
+	if len(lines) < 3 || lines[0]["type"] != "progress" || lines[0]["steps"] != 0.0 || lines[len(lines)-1]["type"] != "settled" {
+		t.Fatalf("lines = %v, want progress 0 first and settled last", raw)
+	}
+	var progress []float64
+	keepalives := 0
+	for _, l := range lines[1 : len(lines)-1] {
+		switch l["type"] {
+		case "progress":
+			progress = append(progress, l["steps"].(float64))
+		case "keepalive":
+			keepalives++
+		default:
+			t.Errorf("unexpected line %v", l)
+		}
+	}
+	for i, n := range progress {
+		if n != float64(i+1) {
+			t.Errorf("progress lines count %v, want 1, 2, 3, …", progress)
+			break
+		}
+	}
+	// approval, refund, llm, slow_task (2.5 s silent), llm, settle.
+	if len(progress) != 6 {
+		t.Errorf("%d progress lines after the first, want 6: %v", len(progress), raw)
+	}
+	if keepalives < 3 {
+		t.Errorf("%d keepalives during a 2.5 s silent step with a 500 ms keepalive, want at least 3: %v", keepalives, raw)
+	}
+	for _, l := range raw {
+		for _, secret := range []string{"MARKER", "refund_order", "slow_task", order} {
+			if strings.Contains(l, secret) {
+				t.Errorf("line %q shows %q", l, secret)
+			}
+		}
+	}
+	if got := c.flash(); !strings.Contains(got, "completed") {
+		t.Errorf("flash after the stream = %q, want the outcome", got)
+	}
+}
+
+func TestClientAbortTheRunStillSettles(t *testing.T) {
+	a := newApp(t, 0)
+	paused, order := a.waiting(t, "slow")
+	c := a.signIn(t, "approver")
+	res, err := c.http.Do(c.postRequest("/inbox/runs/"+strconv.FormatInt(paused.RunID, 10)+"/decision",
+		url.Values{"turn_digest": {paused.Digest}, "decision": {"approve"}}, "application/x-ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(res.Body).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"progress"`) {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	res.Body.Close() // the client goes away after the first line
+	deadline := time.Now().Add(15 * time.Second)
+	for a.run(t, paused.RunID).Status != runtime.StatusCompleted {
+		if time.Now().After(deadline) {
+			t.Fatalf("run is %s 15 s after the client left, want completed", a.run(t, paused.RunID).Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := a.refunds(t, order); n != 1 {
+		t.Errorf("refunds = %d, want 1", n)
+	}
+}
