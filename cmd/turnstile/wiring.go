@@ -34,7 +34,7 @@ type dbFlags struct {
 
 func (d *dbFlags) register(fs *flagSet) {
 	fs.StringVar(&d.dsn, "dsn", "", "MySQL DSN in go-sql-driver syntax, e.g. root@tcp(127.0.0.1:3306)/turnstile")
-	fs.DurationVar(&d.lease, "lease", runtime.DefaultLease, "how long a claim holds without renewal before a worker may recover the run")
+	fs.DurationVar(&d.lease, "lease", runtime.DefaultLease, "how long a claim holds without renewal before another holder may take the run over")
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
