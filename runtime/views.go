@@ -55,17 +55,26 @@ type RunDetail struct {
 	Events        []Event
 }
 
-// Detail returns a run with its stored events, for its owner and admins
+// Visible returns a run and its configuration for its owner and admins
 // only: anyone else gets not_found, so a run's existence is not revealed.
-func (e *Engine) Detail(ctx context.Context, runID int64, actor Actor) (*RunDetail, error) {
+func (e *Engine) Visible(ctx context.Context, runID int64, actor Actor) (*Run, *Configuration, error) {
 	run, err := e.store.Run(ctx, runID)
 	if errors.Is(err, ErrNotFound) || (err == nil && actor.Role != RoleAdmin && actor.ID != run.OwnerID) {
-		return nil, refuse(CodeNotFound, "no run %d", runID)
+		return nil, nil, refuse(CodeNotFound, "no run %d", runID)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, err := e.store.Configuration(ctx, run.ConfigurationID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, cfg, nil
+}
+
+// Detail returns a visible run (see Visible) with its stored events.
+func (e *Engine) Detail(ctx context.Context, runID int64, actor Actor) (*RunDetail, error) {
+	run, cfg, err := e.Visible(ctx, runID, actor)
 	if err != nil {
 		return nil, err
 	}

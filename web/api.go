@@ -1,0 +1,166 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+)
+
+// maxAPIBytes bounds every JSON API body.
+const maxAPIBytes = 1 << 20
+
+// apiHandle is a JSON API handler that knows who asks.
+type apiHandle func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor)
+
+// Token scopes.
+const (
+	ScopeRunStart  = "run:start"
+	ScopeRunRead   = "run:read"
+	ScopeRunDecide = "run:decide"
+	ScopeRunCancel = "run:cancel"
+)
+
+// api authenticates a JSON API request and checks the scope it needs:
+// a signed-in session may do everything its user may; 401 otherwise.
+func (s *Server) api(scope string, h apiHandle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		id := s.sessions.GetInt64(r.Context(), sessionUser)
+		if id == 0 {
+			s.apiError(w, r, http.StatusUnauthorized, "unauthorized", "sign in or send a bearer token", nil)
+			return
+		}
+		u, err := s.users.User(r.Context(), id)
+		if err != nil {
+			s.apiFail(w, r, err)
+			return
+		}
+		h(w, r, ps, u.Actor())
+	}
+}
+
+// apiStatus is the status of each refusal on the JSON surfaces (SPEC §4).
+var apiStatus = map[runtime.Code]int{
+	runtime.CodeNotFound:              http.StatusNotFound,
+	runtime.CodeNotWaiting:            http.StatusConflict,
+	runtime.CodeNotPermitted:          http.StatusForbidden,
+	runtime.CodeProcessRun:            http.StatusConflict,
+	runtime.CodeInactiveConfiguration: http.StatusConflict,
+	runtime.CodeFourEyes:              http.StatusForbidden,
+	runtime.CodeUnreadableState:       http.StatusInternalServerError,
+	runtime.CodeApproverNotPermitted:  http.StatusForbidden,
+	runtime.CodeInvalidInput:          http.StatusUnprocessableEntity,
+	runtime.CodeStaleTurn:             http.StatusConflict,
+	runtime.CodeAlreadyResuming:       http.StatusConflict,
+	runtime.CodeInvalidRequest:        http.StatusBadRequest,
+}
+
+// apiFail is the one place an error becomes a JSON API answer: a refusal
+// gets its status and code; anything else is logged and answered 500
+// without its text.
+func (s *Server) apiFail(w http.ResponseWriter, r *http.Request, err error) {
+	var ref *runtime.Refusal
+	if errors.As(err, &ref) {
+		status, ok := apiStatus[ref.Code]
+		if !ok {
+			status = http.StatusBadRequest
+		}
+		extra := map[string]any{}
+		if len(ref.Fields) > 0 {
+			extra["fields"] = ref.Fields
+		}
+		if ref.Digest != "" {
+			extra["turn_digest"] = ref.Digest
+		}
+		s.apiError(w, r, status, string(ref.Code), ref.Message, extra)
+		return
+	}
+	s.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	s.apiError(w, r, http.StatusInternalServerError, "internal", "something went wrong on our side", nil)
+}
+
+// apiError writes {"error":{"code":…,"message":…,…extra}}.
+func (s *Server) apiError(w http.ResponseWriter, _ *http.Request, status int, code, message string, extra map[string]any) {
+	e := map[string]any{"code": code, "message": message}
+	for k, v := range extra {
+		e[k] = v
+	}
+	s.writeJSON(w, status, map[string]any{"error": e})
+}
+
+// decodeJSON reads a JSON body strictly: at most maxAPIBytes, valid UTF-8,
+// no unknown fields, no trailing data. Its errors are refusals a person can
+// act on.
+func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAPIBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return errTooLarge
+		}
+		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body could not be read"}
+	}
+	if !utf8.Valid(body) {
+		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body is not valid UTF-8"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body is not the JSON this route takes: " + jsonProblem(err)}
+	}
+	if dec.More() {
+		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body has data after its JSON object"}
+	}
+	return nil
+}
+
+// errTooLarge is a body over the limit; callers answer 413.
+var errTooLarge = errors.New("body too large")
+
+// jsonProblem says what is wrong with a JSON body in words.
+func jsonProblem(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("malformed JSON at byte %d", syntax.Offset)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("field %q must be %s, not %s", typ.Field, typ.Type, typ.Value)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the JSON ends too early"
+	default:
+		return err.Error()
+	}
+}
+
+// runJSON is a run as the API shows it.
+type runJSON struct {
+	ID            int64  `json:"id"`
+	Configuration string `json:"configuration"`
+	Status        string `json:"status"`
+	Origin        string `json:"origin"`
+	TurnDigest    string `json:"turn_digest,omitempty"`
+	Reason        string `json:"termination_reason,omitempty"`
+	Answer        string `json:"answer,omitempty"`
+	Iterations    int    `json:"iterations"`
+	InputTokens   int    `json:"input_tokens"`
+	OutputTokens  int    `json:"output_tokens"`
+	CreatedAt     string `json:"created_at"`
+	UpdatedAt     string `json:"updated_at"`
+}
+
+func toRunJSON(r *runtime.Run, configuration string) runJSON {
+	return runJSON{ID: r.ID, Configuration: configuration, Status: string(r.Status), Origin: string(r.Origin),
+		TurnDigest: r.TurnDigest, Reason: r.TerminationReason, Answer: r.Answer, Iterations: r.Iterations,
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
+		CreatedAt: r.CreatedAt.UTC().Format(timeFormat), UpdatedAt: r.UpdatedAt.UTC().Format(timeFormat)}
+}
+
+const timeFormat = "2006-01-02T15:04:05.000000Z"

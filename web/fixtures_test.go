@@ -1,0 +1,274 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
+)
+
+// More configurations for the route and refusal tests: one to switch off,
+// one whose refund takes a grant beyond approve, one that pauses twice, one
+// that runs out of rounds, and one slow enough to be cancelled while it
+// runs.
+func init() {
+	testConfigs = append(testConfigs, `
+identifier: switched-off
+name: Switched off
+provider:
+  type: scripted
+  script:
+    rounds:
+      - tool_calls: [{name: refund_order, arguments: {order_id: "${order_id}"}}]
+      - text: "done"
+tools: [refund_order]
+`, `
+identifier: granted
+name: Granted
+provider:
+  type: scripted
+  script:
+    rounds:
+      - tool_calls: [{name: refund_order, arguments: {order_id: "${order_id}"}}]
+      - text: "done"
+tools: [refund_order]
+tool_policies:
+  refund_order: {grant: refunds}
+`, `
+identifier: twice
+name: Twice
+provider:
+  type: scripted
+  script:
+    rounds:
+      - tool_calls: [{name: refund_order, arguments: {order_id: "${order_id}", amount_cents: 100}}]
+      - tool_calls: [{name: refund_order, arguments: {order_id: "${order_id}", amount_cents: 200}}]
+      - text: "two refunds"
+tools: [refund_order]
+`, `
+identifier: short
+name: Short
+max_iterations: 1
+provider:
+  type: scripted
+  script:
+    rounds:
+      - tool_calls: [{name: refund_order, arguments: {order_id: "${order_id}"}}]
+      - text: "never reached"
+tools: [refund_order]
+`, `
+identifier: crawl
+name: Crawl
+provider:
+  type: scripted
+  script:
+    rounds:
+      - tool_calls: [{name: refund_order, arguments: {order_id: "${order_id}"}}]
+      - delay: 1s
+        tool_calls: [{name: lookup_order, arguments: {order_id: "${order_id}"}}]
+      - delay: 1s
+        text: "done"
+tools: [lookup_order, refund_order]
+`)
+}
+
+// roles are the signed-in test users; "" is a visitor who is not signed in.
+var roles = []string{"admin", "approver", "owner", "other", ""}
+
+// roleName names a role in a subtest.
+func roleName(role string) string {
+	if role == "" {
+		return "signed out"
+	}
+	return role
+}
+
+// as returns a client for a role: signed in, or a visitor who has seen the
+// sign-in page (and so holds a valid CSRF token of its own session).
+func (a *testApp) as(t testing.TB, role string) *client {
+	t.Helper()
+	if role == "" {
+		c := a.visitor(t)
+		c.get("/login")
+		return c
+	}
+	return a.signIn(t, role)
+}
+
+// start starts a run of a configuration owned by the named user, with an
+// origin, and runs it until it pauses or settles.
+func (a *testApp) start(t testing.TB, cfg, owner string, origin runtime.Origin) runtime.Outcome {
+	t.Helper()
+	a.orders++
+	order := fmt.Sprintf("X-%d", a.orders)
+	ctx := context.Background()
+	if err := a.st.CreateDemoOrder(ctx, builtin.Order{ID: order, Customer: "MARKER-CUSTOMER", AmountCents: 4200}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.eng.Start(ctx, runtime.StartRequest{Configuration: cfg, Prompt: "Refund " + order,
+		Owner: a.users[owner].Actor(), Origin: origin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := c.Run(ctx, nil)
+	if out.Err != nil {
+		t.Fatalf("run of %s: %v", cfg, out.Err)
+	}
+	return out
+}
+
+// dbState is everything a refused request must leave as it was: the run's
+// row, its events, decisions and standing approvals, and every decision
+// and refund in the database.
+type dbState struct {
+	Run                   runtime.Run
+	Events, Decisions     int
+	Standing              int
+	AllDecisions, Refunds int
+}
+
+func (a *testApp) state(t testing.TB, id int64) dbState {
+	t.Helper()
+	s := dbState{Run: *a.run(t, id)}
+	for _, q := range []struct {
+		sql  string
+		args []any
+		dst  *int
+	}{
+		{`SELECT COUNT(*) FROM run_events WHERE run_id = ?`, []any{id}, &s.Events},
+		{`SELECT COUNT(*) FROM decisions WHERE run_id = ?`, []any{id}, &s.Decisions},
+		{`SELECT COUNT(*) FROM standing_approvals WHERE run_id = ?`, []any{id}, &s.Standing},
+		{`SELECT COUNT(*) FROM decisions`, nil, &s.AllDecisions},
+		{`SELECT COUNT(*) FROM demo_refunds`, nil, &s.Refunds},
+	} {
+		if err := a.db.Get(q.dst, q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// unchanged fails the test when the database moved since before.
+func (a *testApp) unchanged(t testing.TB, id int64, before dbState) {
+	t.Helper()
+	if after := a.state(t, id); !reflect.DeepEqual(before, after) {
+		t.Errorf("the request wrote to the database:\nbefore %+v\nafter  %+v", before, after)
+	}
+}
+
+// events counts a run's stored events.
+func (a *testApp) events(t testing.TB, id int64) int {
+	t.Helper()
+	var n int
+	if err := a.db.Get(&n, `SELECT COUNT(*) FROM run_events WHERE run_id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// flashText returns the flash of the next GET /inbox as the user reads it.
+func (c *client) flashText() string {
+	c.t.Helper()
+	return html.UnescapeString(c.flash())
+}
+
+var (
+	inboxRunID = regexp.MustCompile(`<article[^>]*data-testid="inbox-run"[^>]*data-run-id="([0-9]+)"`)
+	eventItem  = regexp.MustCompile(`data-testid="event"`)
+)
+
+// inboxRuns are the ids of the runs an inbox page lists, in its order.
+func inboxRuns(t testing.TB, body string) []int64 {
+	t.Helper()
+	ids := []int64{}
+	for _, m := range inboxRunID.FindAllStringSubmatch(body, -1) {
+		id, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// wantErrorPage checks an HTML error page with its status and heading.
+func wantErrorPage(t testing.TB, res *http.Response, body string, status int, heading string) {
+	t.Helper()
+	if res.StatusCode != status {
+		t.Errorf("status = %d, want %d", res.StatusCode, status)
+	}
+	if got := res.Header.Get("Content-Type"); !strings.HasPrefix(got, "text/html") {
+		t.Errorf("Content-Type = %q, want an HTML page", got)
+	}
+	if !strings.Contains(body, `data-testid="error"`) || !strings.Contains(body, "<h1>"+heading+"</h1>") {
+		t.Errorf("body is not the %q error page:\n%s", heading, body)
+	}
+	if loc := res.Header.Get("Location"); loc != "" {
+		t.Errorf("Location = %q on an error page, want none", loc)
+	}
+}
+
+// wantRedirect checks a 303 and where it goes.
+func wantRedirect(t testing.TB, res *http.Response, location string) {
+	t.Helper()
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != location {
+		t.Errorf("answer = %d to %q, want 303 to %q", res.StatusCode, res.Header.Get("Location"), location)
+	}
+}
+
+func runPath(id int64, suffix string) string {
+	return "/runs/" + strconv.FormatInt(id, 10) + suffix
+}
+
+func inboxPath(id int64, action string) string {
+	return "/inbox/runs/" + strconv.FormatInt(id, 10) + "/" + action
+}
+
+// approve is the form of an Approve button pressed once.
+func approve(digest string) url.Values {
+	return url.Values{"turn_digest": {digest}, "decision": {"approve"}, "scope": {"once"}}
+}
+
+// answerForm is an input form that fits ask_operator's schema.
+func answerForm(digest string) url.Values {
+	return url.Values{"turn_digest": {digest}, "amount": {"250"}, "note": {"fine"}}
+}
+
+// raw sends a POST with a body and headers exactly as given.
+func (c *client) raw(path, body string, header http.Header) (*http.Response, string) {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	return c.do(req)
+}
+
+// sessionCookie is the client's session cookie as the jar holds it.
+func (c *client) sessionCookie(t testing.TB) *http.Cookie {
+	t.Helper()
+	u, err := url.Parse(c.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ck := range c.http.Jar.Cookies(u) {
+		if ck.Name == "session" {
+			return ck
+		}
+	}
+	t.Fatal("the client holds no session cookie")
+	return nil
+}
