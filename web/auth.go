@@ -159,3 +159,14 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	}
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
+
+// admin lets admins through; to everyone else the page does not exist.
+func (s *Server) admin(h httprouter.Handle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if currentUser(r).Role != runtime.RoleAdmin {
+			s.errorPage(w, r, http.StatusNotFound)
+			return
+		}
+		h(w, r, ps)
+	}
+}

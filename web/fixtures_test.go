@@ -200,6 +200,21 @@ func inboxRuns(t testing.TB, body string) []int64 {
 	return ids
 }
 
+// inboxCard is the part of an inbox page that shows one run, with its
+// forms.
+func inboxCard(t testing.TB, body string, id int64) string {
+	t.Helper()
+	i := strings.Index(body, fmt.Sprintf(`data-run-id="%d"`, id))
+	if i < 0 {
+		t.Fatalf("the inbox has no run %d:\n%s", id, body)
+	}
+	card := body[i:]
+	if end := strings.Index(card, "</article>"); end >= 0 {
+		card = card[:end]
+	}
+	return card
+}
+
 // wantErrorPage checks an HTML error page with its status and heading.
 func wantErrorPage(t testing.TB, res *http.Response, body string, status int, heading string) {
 	t.Helper()

@@ -23,6 +23,19 @@ type Engine interface {
 	Cancel(ctx context.Context, runID int64, actor runtime.Actor) (runtime.CancelResult, error)
 	Pending(ctx context.Context, actor runtime.Actor) ([]runtime.PendingRun, error)
 	Detail(ctx context.Context, runID int64, actor runtime.Actor) (*runtime.RunDetail, error)
+	Visible(ctx context.Context, runID int64, actor runtime.Actor) (*runtime.Run, *runtime.Configuration, error)
+	Start(ctx context.Context, req runtime.StartRequest) (*runtime.Continuation, error)
+	Enqueue(ctx context.Context, req runtime.StartRequest) (int64, error)
+}
+
+// Catalog lists the configurations a run can be started with.
+type Catalog interface {
+	Configurations(ctx context.Context) ([]*runtime.Configuration, error)
+}
+
+// EventLog reads a run's stored events, for the event stream.
+type EventLog interface {
+	Events(ctx context.Context, runID int64, afterSeq int) ([]runtime.Event, error)
 }
 
 // Users is what sign-in needs of the store.
@@ -43,6 +56,8 @@ type Deps struct {
 	Ready    Readiness
 	Engine   Engine
 	Users    Users
+	Catalog  Catalog
+	Events   EventLog
 	Sessions *scs.SessionManager
 	// Keepalive is the longest a stream stays silent; DefaultKeepalive
 	// when zero.
@@ -61,6 +76,8 @@ type Server struct {
 	ready        Readiness
 	engine       Engine
 	users        Users
+	catalog      Catalog
+	events       EventLog
 	sessions     *scs.SessionManager
 	keepalive    time.Duration
 	writeTimeout time.Duration
@@ -68,7 +85,7 @@ type Server struct {
 
 // New returns a server.
 func New(d Deps) *Server {
-	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, sessions: d.Sessions,
+	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, catalog: d.Catalog, events: d.Events, sessions: d.Sessions,
 		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout}
 	if s.keepalive <= 0 {
 		s.keepalive = DefaultKeepalive
@@ -98,6 +115,20 @@ func (s *Server) Handler() http.Handler {
 	r.POST("/inbox/runs/:id/input", s.form(s.signedIn(s.input)))
 	r.GET("/runs/:id", s.signedIn(s.run))
 	r.POST("/runs/:id/cancel", s.form(s.signedIn(s.cancel)))
+
+	r.GET("/playground", s.signedIn(s.admin(s.playground)))
+	r.POST("/playground/runs", s.form(s.signedIn(s.admin(s.playgroundStart))))
+	r.POST("/playground/runs/:id/resume", s.form(s.signedIn(s.admin(s.playgroundResume))))
+	r.POST("/playground/runs/:id/input", s.form(s.signedIn(s.admin(s.playgroundInput))))
+
+	r.GET("/api/openapi.json", s.openAPI)
+	r.GET("/api/approvals", s.api(ScopeRunRead, s.apiApprovals))
+	r.POST("/api/runs", s.api(ScopeRunStart, s.apiStartRun))
+	r.GET("/api/runs/:id", s.api(ScopeRunRead, s.apiRun))
+	r.DELETE("/api/runs/:id", s.api(ScopeRunCancel, s.apiCancel))
+	r.GET("/api/runs/:id/events", s.api(ScopeRunRead, s.apiEvents))
+	r.POST("/api/runs/:id/decisions", s.api(ScopeRunDecide, s.apiDecide))
+	r.POST("/api/runs/:id/input", s.api(ScopeRunDecide, s.apiInput))
 
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusNotFound)

@@ -58,7 +58,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	sessions.Cookie.HttpOnly = true
 	sessions.Cookie.SameSite = http.SameSiteLaxMode
 	sessions.Cookie.Secure = *secureCookies
-	handler := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store,
+	handler := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Catalog: a.store, Events: a.store,
 		Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout}).Handler()
 	srv := &http.Server{
 		Handler:           handler,
