@@ -51,6 +51,7 @@ type Continuation struct {
 	obs         Observer
 	cancel      bool   // someone asked to cancel; stop at the next boundary
 	interrupted string // call id whose write was interrupted (recovery)
+	unreadable  bool   // the stored state cannot be read: settle as failed
 	lost        atomic.Bool
 }
 
@@ -110,6 +111,9 @@ func (c *Continuation) execute(ctx context.Context) Outcome {
 	if err := c.load(ctx); err != nil {
 		return Outcome{Status: StatusRunning, Err: err}
 	}
+	if c.unreadable {
+		return c.settle(ctx, StatusFailed, ReasonUnreadable, "", "the stored state cannot be read")
+	}
 	if c.decision != nil && c.state.Applied != c.decision.TurnDigest {
 		if err := c.apply(ctx); err != nil {
 			return c.stopped(err)
@@ -118,6 +122,9 @@ func (c *Continuation) execute(ctx context.Context) Outcome {
 	for {
 		if c.cancel {
 			return c.cancelled(ctx)
+		}
+		if c.e.isDraining() {
+			return c.handBack(ctx)
 		}
 		if c.lost.Load() {
 			return c.stopped(ErrLeaseLost)
@@ -151,6 +158,9 @@ func (c *Continuation) load(ctx context.Context) error {
 	var err error
 	if c.seq, err = c.e.store.LastSeq(ctx, c.run.ID); err != nil {
 		return err
+	}
+	if c.unreadable {
+		return nil
 	}
 	if c.stored == 0 {
 		blobs, err := c.e.store.Messages(ctx, c.run.ID)
@@ -447,6 +457,20 @@ func (c *Continuation) cancelled(ctx context.Context) Outcome {
 	return c.settle(ctx, StatusCancelled, ReasonCancelled, "", "")
 }
 
+// handBack returns the run to the workers at a step boundary: decided when
+// it ever had a decision, else queued. No event is recorded: nothing
+// happened to the run itself.
+func (c *Continuation) handBack(ctx context.Context) Outcome {
+	status := StatusQueued
+	if c.run.TurnDigest != "" || c.decision != nil {
+		status = StatusDecided
+	}
+	if err := c.record(ctx, "", 0, 0, nil, func(cm *Commit) { cm.Status = status }); err != nil {
+		return c.stopped(err)
+	}
+	return Outcome{Status: status}
+}
+
 // outcome notes on the decision's row how its continuation ended.
 func (c *Continuation) outcome(cm *Commit, outcome string) {
 	if c.decision != nil {
@@ -463,16 +487,20 @@ func (c *Continuation) stopped(err error) Outcome {
 // record commits one step: its event, the checkpointed state and the
 // lease, in one transaction, then tells the observer.
 func (c *Continuation) record(ctx context.Context, kind EventKind, round int, took time.Duration, p payload, edit func(*Commit)) error {
-	blob, err := c.e.encodeState(c.state)
-	if err != nil {
-		return err
+	blob, added := c.run.State, [][]byte(nil) // an unreadable state is kept as it is
+	if !c.unreadable {
+		var err error
+		if blob, err = c.e.encodeState(c.state); err != nil {
+			return err
+		}
+		if added, err = c.e.encodeMessages(c.state.Messages[c.stored:]); err != nil {
+			return err
+		}
 	}
-	added, err := c.e.encodeMessages(c.state.Messages[c.stored:])
-	if err != nil {
-		return err
+	ev := Event{RunID: c.run.ID, Kind: kind, Round: round, DurationMS: took.Milliseconds()}
+	if kind != "" {
+		ev.Seq, ev.Payload = c.seq+1, filter(c.cfg.PrivacyLevel, p)
 	}
-	ev := Event{RunID: c.run.ID, Seq: c.seq + 1, Kind: kind, Round: round, DurationMS: took.Milliseconds(),
-		Payload: filter(c.cfg.PrivacyLevel, p)}
 	cm := Commit{RunID: c.run.ID, ClaimedBy: c.run.ClaimedBy, Event: ev, State: blob,
 		Messages: added, FirstMessage: c.stored, Lease: c.e.lease,
 		Iterations: c.state.Iterations, Usage: c.state.Usage, Status: StatusRunning}
@@ -484,9 +512,12 @@ func (c *Continuation) record(ctx context.Context, kind EventKind, round int, to
 	if err != nil {
 		return err
 	}
+	c.stored = len(c.state.Messages)
+	if kind == "" {
+		return nil
+	}
 	c.seq++
 	c.steps++
-	c.stored = len(c.state.Messages)
 	ev.CreatedAt = time.Now()
 	step := Step{Event: ev}
 	if c.cfg.PrivacyLevel == PrivacyFull {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -29,6 +30,9 @@ type Engine struct {
 	sealer    Sealer
 	lease     time.Duration
 	log       *slog.Logger
+
+	draining  chan struct{}
+	drainOnce sync.Once
 }
 
 // Options are an Engine's dependencies; Store, Tools, Providers and
@@ -48,7 +52,7 @@ type Options struct {
 // New returns an engine.
 func New(o Options) *Engine {
 	e := &Engine{store: o.Store, tools: o.Tools, providers: o.Providers, validator: o.Validator,
-		sealer: o.Sealer, lease: o.Lease, log: o.Logger}
+		sealer: o.Sealer, lease: o.Lease, log: o.Logger, draining: make(chan struct{})}
 	if e.sealer == nil {
 		e.sealer = Plain{}
 	}

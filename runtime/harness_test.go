@@ -120,6 +120,13 @@ type fixture struct {
 	// approve and refunds; other holds nothing; admin is an admin.
 	owner, approver, refunder, other, admin runtime.Actor
 	orders                                  int
+	tools                                   map[string]runtime.Tool
+}
+
+// engine returns another engine on the same database: another process.
+func (f *fixture) engine(lease time.Duration) *runtime.Engine {
+	return runtime.New(runtime.Options{Store: f.st, Tools: f.tools, Providers: scripted.Factory,
+		Validator: schema.New(), Lease: lease})
 }
 
 func newFixture(t testing.TB, lease time.Duration, yamls ...string) *fixture {
@@ -129,7 +136,7 @@ func newFixture(t testing.TB, lease time.Duration, yamls ...string) *fixture {
 	tools := builtin.Registry(append(builtin.Tools(st), noop{})...)
 	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Providers: scripted.Factory,
 		Validator: schema.New(), Lease: lease})
-	f := &fixture{db: db, st: st, eng: eng}
+	f := &fixture{db: db, st: st, eng: eng, tools: tools}
 	ctx := context.Background()
 	for _, y := range yamls {
 		cfg, err := config.Parse("test.yaml", []byte(y), func(n string) bool { _, ok := tools[n]; return ok })

@@ -54,6 +54,7 @@ const (
 	ReasonCancelled      = "cancelled"
 	ReasonToolMissing    = "tool_unavailable"
 	ReasonWriteUnknown   = "lease_lost_write_unknown"
+	ReasonUnreadable     = "unreadable_state"
 )
 
 // Run is one execution of a configuration for its owner, as stored.

@@ -52,6 +52,12 @@ type Store interface {
 	// RequestCancel flags a running run for cancellation at its next step
 	// boundary; ErrClaimLost when it is not running any more.
 	RequestCancel(ctx context.Context, runID int64) error
+	// ClaimDecided, ClaimQueued and ClaimExpired hand a worker the oldest
+	// decided run, the oldest queued run, or the running run whose lease
+	// expired longest ago (its holder died); ErrNotFound when there is none.
+	ClaimDecided(ctx context.Context, claimedBy string, lease time.Duration) (*Run, error)
+	ClaimQueued(ctx context.Context, claimedBy string, lease time.Duration) (*Run, error)
+	ClaimExpired(ctx context.Context, claimedBy string, lease time.Duration) (*Run, error)
 	// CancelIdle cancels a run nobody holds (queued, waiting or decided) and
 	// records the events, guarded by its status; ErrClaimLost when it moved.
 	CancelIdle(ctx context.Context, runID int64, from Status, events []Event) error
@@ -114,7 +120,9 @@ type Commit struct {
 	Iterations    int
 	Usage         Usage
 	// Status, when not StatusRunning, ends the hold: the run is suspended
-	// (with TurnDigest) or settled (with TerminationReason and Answer).
+	// (with TurnDigest), settled (with TerminationReason and Answer), or
+	// handed back to the workers (decided or queued). A commit whose Event
+	// has no Kind records no event.
 	Status            Status
 	TurnDigest        string
 	TerminationReason string

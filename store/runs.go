@@ -180,10 +180,12 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 		", cancel_requested = LAST_INSERT_ID(cancel_requested) WHERE id = ? AND status = 'running' AND claimed_by = ?" + guard + ";\n")
 	args = append(args, c.RunID, c.ClaimedBy)
 	q.WriteString("SET @held = ROW_COUNT();\n")
-	q.WriteString(`INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload)
-		SELECT ?, ?, ?, ?, ?, ? FROM DUAL WHERE @held = 1;` + "\n")
 	e := c.Event
-	args = append(args, c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, string(e.Payload))
+	if e.Kind != "" {
+		q.WriteString(`INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload)
+			SELECT ?, ?, ?, ?, ?, ? FROM DUAL WHERE @held = 1;` + "\n")
+		args = append(args, c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, string(e.Payload))
+	}
 	for i, m := range c.Messages {
 		q.WriteString(`INSERT INTO run_messages (run_id, idx, body) SELECT ?, ?, ? FROM DUAL WHERE @held = 1;` + "\n")
 		args = append(args, c.RunID, c.FirstMessage+i, m)
@@ -224,8 +226,7 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 
 // runUpdate is the SET clause of a step's UPDATE and its arguments. A step
 // that keeps the run running renews the lease; one that suspends opens a
-// new turn; one that settles (or hands the run back as decided) releases
-// the claim.
+// new turn; one that settles or hands the run back releases the claim.
 func runUpdate(c runtime.Commit) (string, []any) {
 	usage := []any{c.Iterations, c.Usage.InputTokens, c.Usage.OutputTokens}
 	switch {
@@ -234,7 +235,13 @@ func runUpdate(c runtime.Commit) (string, []any) {
 			lease_expires_at = NULL, pending_effect = NULL, iterations = ?, input_tokens = ?,
 			output_tokens = ?, waiting_since = NOW(6), updated_at = NOW(6)`,
 			append([]any{c.Status, c.State, c.TurnDigest}, usage...)
-	case c.Status.Terminal() || c.Status == runtime.StatusDecided:
+	case c.Status == runtime.StatusDecided || c.Status == runtime.StatusQueued:
+		// Handed back for a worker to finish (a draining server).
+		return `status = ?, state = ?, claimed_by = NULL, lease_expires_at = NULL,
+			pending_effect = NULL, iterations = ?, input_tokens = ?, output_tokens = ?,
+			decided_at = COALESCE(decided_at, NOW(6)), updated_at = NOW(6)`,
+			append([]any{c.Status, c.State}, usage...)
+	case c.Status.Terminal():
 		return `status = ?, state = ?, claimed_by = NULL, lease_expires_at = NULL,
 			pending_effect = NULL, termination_reason = NULLIF(?, ''), answer = ?, iterations = ?,
 			input_tokens = ?, output_tokens = ?, updated_at = NOW(6)`,

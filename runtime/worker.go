@@ -1,0 +1,98 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Drain asks every continuation of this engine to hand its run back to the
+// workers at its next step boundary (as decided, or queued when it never
+// had a decision), so a server that stops loses nothing: a worker elsewhere
+// finishes the run. It is how a graceful shutdown ends.
+func (e *Engine) Drain() {
+	e.drainOnce.Do(func() { close(e.draining) })
+}
+
+func (e *Engine) isDraining() bool {
+	select {
+	case <-e.draining:
+		return true
+	default:
+		return false
+	}
+}
+
+// Work runs n worker loops until ctx ends. Each loop claims the oldest
+// decided run, else the oldest queued run, else a running run whose lease
+// expired (its holder died), and executes it exactly as a request would;
+// with nothing to do it waits poll. Work returns when every loop has
+// stopped: call Drain first so that runs in flight are handed back.
+func (e *Engine) Work(ctx context.Context, n int, poll time.Duration) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for ctx.Err() == nil && !e.isDraining() {
+				c, err := e.claim(ctx)
+				if err != nil && ctx.Err() == nil {
+					e.log.Warn("worker claim failed", "err", err)
+				}
+				if c == nil {
+					select {
+					case <-ctx.Done():
+					case <-e.draining:
+					case <-time.After(poll):
+					}
+					continue
+				}
+				out := c.Run(ctx, nil)
+				e.log.Info("worker finished a continuation", "run", out.RunID, "status", out.Status, "steps", out.Steps)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// claim takes the next run a worker should execute, or nil.
+func (e *Engine) claim(ctx context.Context) (*Continuation, error) {
+	holder := holderID()
+	for _, next := range []func(context.Context, string, time.Duration) (*Run, error){
+		e.store.ClaimDecided, e.store.ClaimQueued, e.store.ClaimExpired,
+	} {
+		run, err := next(ctx, holder, e.lease)
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrClaimLost) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return e.resume(ctx, run)
+	}
+	return nil, nil
+}
+
+// resume builds the continuation of a run a worker claimed. A decision
+// recorded for the run's turn and not yet applied is applied first; a run
+// whose state cannot be read settles as failed rather than being claimed
+// again and again.
+func (e *Engine) resume(ctx context.Context, run *Run) (*Continuation, error) {
+	cfg, err := e.store.Configuration(ctx, run.ConfigurationID)
+	if err != nil {
+		return nil, err
+	}
+	state, err := e.decodeState(run.State)
+	if err != nil {
+		c := e.continuation(run, cfg, State{}, nil)
+		c.unreadable = true
+		return c, nil
+	}
+	var d *DecisionRecord
+	if run.TurnDigest != "" && state.Applied != run.TurnDigest {
+		d, err = e.store.Decision(ctx, run.ID, run.TurnDigest)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
+	return e.continuation(run, cfg, state, d), nil
+}
