@@ -41,6 +41,9 @@ type Store interface {
 	// WaitingRuns lists interactive runs waiting for a decision, oldest
 	// first; ownerID 0 lists everyone's.
 	WaitingRuns(ctx context.Context, ownerID int64, limit int) ([]*Run, error)
+	// ContinuingRuns lists the interactive runs that continue in the
+	// background (decided or running) which a user owns or decided.
+	ContinuingRuns(ctx context.Context, userID int64, limit int) ([]*Run, error)
 	// Events returns a run's events after a seq, in order.
 	Events(ctx context.Context, runID int64, afterSeq int) ([]Event, error)
 	// LastSeq returns the highest event seq of a run, 0 when it has none.

@@ -48,6 +48,34 @@ func (e *Engine) Pending(ctx context.Context, actor Actor) ([]PendingRun, error)
 	return out, nil
 }
 
+// ContinuingRun is a run that continues in the background.
+type ContinuingRun struct {
+	Run           *Run
+	Configuration *Configuration
+}
+
+// Continuing lists the runs a user owns or decided that continue in the
+// background: decided and waiting for a worker, or running.
+func (e *Engine) Continuing(ctx context.Context, actor Actor) ([]ContinuingRun, error) {
+	runs, err := e.store.ContinuingRuns(ctx, actor.ID, maxInbox)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ContinuingRun, len(runs))
+	cfgs := map[int64]*Configuration{}
+	for i, r := range runs {
+		cfg, ok := cfgs[r.ConfigurationID]
+		if !ok {
+			if cfg, err = e.store.Configuration(ctx, r.ConfigurationID); err != nil {
+				return nil, err
+			}
+			cfgs[r.ConfigurationID] = cfg
+		}
+		out[i] = ContinuingRun{Run: r, Configuration: cfg}
+	}
+	return out, nil
+}
+
 // RunDetail is everything a run's detail page shows.
 type RunDetail struct {
 	Run           *Run

@@ -14,6 +14,8 @@ type Page struct {
 	// CSRF is the token every form carries in its hidden csrf_token field.
 	CSRF  string
 	Flash string
+	// Refresh, when positive, reloads the page after that many seconds.
+	Refresh int
 }
 
 // User is the signed-in user as the layout shows them.
@@ -42,8 +44,19 @@ type ErrorPage struct {
 type InboxPage struct {
 	Page
 	Runs []InboxRun
+	// Continuing are the user's runs that continue in the background
+	// after a decision (durable path); while there are any the page
+	// refreshes itself.
+	Continuing []ContinuingRun
 	// Now is when the page was rendered, for "waited 3 min" labels.
 	Now time.Time
+}
+
+// ContinuingRun is a run a worker carries on.
+type ContinuingRun struct {
+	ID            int64
+	Configuration string
+	Status        string // decided (waiting for a worker) or running
 }
 
 // InboxRun is one run waiting for a decision, with its forms.

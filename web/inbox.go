@@ -47,6 +47,18 @@ func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, status int,
 		return
 	}
 	page := templates.InboxPage{Page: s.pageFor(r, "Inbox"), Now: time.Now()}
+	continuing, err := s.engine.Continuing(r.Context(), u.Actor())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for _, c := range continuing {
+		page.Continuing = append(page.Continuing, templates.ContinuingRun{ID: c.Run.ID,
+			Configuration: c.Configuration.Name, Status: string(c.Run.Status)})
+	}
+	if len(page.Continuing) > 0 {
+		page.Refresh = 3
+	}
 	for _, p := range pending {
 		run := templates.InboxRun{ID: p.Run.ID, Configuration: p.Configuration.Name, Kind: p.Turn.Kind,
 			Digest: p.Run.TurnDigest, Note: p.Turn.Note,
@@ -104,14 +116,32 @@ func (s *Server) decision(w http.ResponseWriter, r *http.Request, ps httprouter.
 		s.errorPage(w, r, http.StatusNotFound)
 		return
 	}
+	path, release, ok := s.inboxPath(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	c, err := s.engine.Decide(r.Context(), runtime.DecideRequest{RunID: id, Digest: r.PostForm.Get("turn_digest"),
 		Decision: r.PostForm.Get("decision"), Scope: r.PostForm.Get("scope"), Reason: r.PostForm.Get("reason"),
-		Actor: currentUser(r).Actor(), Path: runtime.PathRequest, Inbox: true})
+		Actor: currentUser(r).Actor(), Path: path, Inbox: true})
 	if err != nil {
 		s.inboxRefusal(w, r, id, err, nil)
 		return
 	}
-	s.continueRun(w, r, c)
+	s.continueRun(w, r, id, c)
+}
+
+// inboxPath chooses the path of an inbox decision (see paths.choose); with
+// every slot taken and no worker alive it answers 503 with Retry-After,
+// before anything is claimed.
+func (s *Server) inboxPath(w http.ResponseWriter, r *http.Request) (string, func(), bool) {
+	path, release, err := s.paths.choose(r.Context(), wantsStream(r))
+	if errors.Is(err, errBusy) {
+		w.Header().Set("Retry-After", "5")
+		s.errorPage(w, r, http.StatusServiceUnavailable)
+		return "", release, false
+	}
+	return path, release, true
 }
 
 // input answers an input turn from the inbox.
@@ -127,13 +157,18 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 			Message: "some fields need another look", Fields: fieldErrs}, r.PostForm)
 		return
 	}
+	path, release, ok := s.inboxPath(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	c, err := s.engine.SubmitInput(r.Context(), runtime.InputRequest{RunID: id, Digest: r.PostForm.Get("turn_digest"),
-		Input: answer, Actor: currentUser(r).Actor(), Path: runtime.PathRequest, Inbox: true})
+		Input: answer, Actor: currentUser(r).Actor(), Path: path, Inbox: true})
 	if err != nil {
 		s.inboxRefusal(w, r, id, err, r.PostForm)
 		return
 	}
-	s.continueRun(w, r, c)
+	s.continueRun(w, r, id, c)
 }
 
 // answer turns a posted input form into JSON by the schema of the turn it
@@ -208,6 +243,8 @@ func outcomeFlash(out runtime.Outcome) string {
 		return fmt.Sprintf("Run %d failed (%s).", out.RunID, out.Reason)
 	case out.Status == runtime.StatusCancelled:
 		return fmt.Sprintf("Run %d was cancelled.", out.RunID)
+	case out.Status == runtime.StatusDecided || out.Status == runtime.StatusQueued:
+		return fmt.Sprintf("Run %d was handed over to a worker while this server stops; it continues in the background.", out.RunID)
 	default:
 		return fmt.Sprintf("Run %d continues in the background.", out.RunID)
 	}
@@ -217,8 +254,14 @@ func outcomeFlash(out runtime.Outcome) string {
 // NDJSON progress when the client asks for it, else to its end and then a
 // 303 with the outcome as the flash. Either way the run goes on to its end
 // if the client goes away.
-func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, c *runtime.Continuation) {
+func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, id int64, c *runtime.Continuation) {
 	ctx := context.WithoutCancel(r.Context())
+	if c == nil {
+		// The durable path: the decision is recorded, a worker runs it.
+		s.flash(ctx, fmt.Sprintf("Decision recorded; run %d continues in the background.", id))
+		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+		return
+	}
 	if !wantsStream(r) {
 		// The answer comes only when the run pauses or settles, which may
 		// take longer than the server's write timeout allows.

@@ -51,6 +51,9 @@ func terminalLine(out runtime.Outcome) map[string]any {
 		m["pending_calls"] = pendingCalls(out.Pending)
 	case out.Status == runtime.StatusCancelled:
 		m["event"] = "cancelled"
+	case out.Status == runtime.StatusDecided || out.Status == runtime.StatusQueued:
+		m["event"], m["code"], m["message"] = "error", "handed_over",
+			"this server is stopping; a worker finishes the run"
 	case out.Status == runtime.StatusFailed:
 		m["event"], m["code"], m["message"] = "error", out.Reason, "the run failed: "+out.Reason
 	default:

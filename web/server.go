@@ -26,6 +26,7 @@ type Engine interface {
 	Visible(ctx context.Context, runID int64, actor runtime.Actor) (*runtime.Run, *runtime.Configuration, error)
 	Start(ctx context.Context, req runtime.StartRequest) (*runtime.Continuation, error)
 	Enqueue(ctx context.Context, req runtime.StartRequest) (int64, error)
+	Continuing(ctx context.Context, actor runtime.Actor) ([]runtime.ContinuingRun, error)
 }
 
 // Catalog lists the configurations a run can be started with.
@@ -44,6 +45,14 @@ type Users interface {
 	User(ctx context.Context, id int64) (*store.User, error)
 }
 
+// Tokens is what the JSON API's bearer authentication needs of the store.
+type Tokens interface {
+	// Authenticate returns the user a token acts as and its scopes, or an
+	// error wrapping store.ErrTokenInvalid for a token that is malformed,
+	// unknown, expired or revoked.
+	Authenticate(ctx context.Context, plain string) (*store.User, []string, error)
+}
+
 // Readiness is what /readyz asks: the database answers and every migration
 // is applied.
 type Readiness interface {
@@ -56,6 +65,7 @@ type Deps struct {
 	Ready    Readiness
 	Engine   Engine
 	Users    Users
+	Tokens   Tokens // bearer tokens of the JSON API; nil refuses every one
 	Catalog  Catalog
 	Events   EventLog
 	Sessions *scs.SessionManager
@@ -65,6 +75,13 @@ type Deps struct {
 	// WriteTimeout is how long one stream line may take to write; every
 	// line extends the server's write deadline by it.
 	WriteTimeout time.Duration
+	// DecisionPath is auto (default), request or durable; see paths.choose.
+	DecisionPath string
+	// MaxContinuations bounds the continuations running inside requests
+	// (512 when zero).
+	MaxContinuations int
+	// Workers tells whether a worker is alive to take durable decisions.
+	Workers WorkerCheck
 }
 
 // DefaultKeepalive is the default --keepalive.
@@ -76,17 +93,20 @@ type Server struct {
 	ready        Readiness
 	engine       Engine
 	users        Users
+	tokens       Tokens
 	catalog      Catalog
 	events       EventLog
 	sessions     *scs.SessionManager
 	keepalive    time.Duration
 	writeTimeout time.Duration
+	paths        *paths
 }
 
 // New returns a server.
 func New(d Deps) *Server {
-	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, catalog: d.Catalog, events: d.Events, sessions: d.Sessions,
-		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout}
+	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, catalog: d.Catalog, events: d.Events, sessions: d.Sessions,
+		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout,
+		paths: newPaths(d.DecisionPath, d.MaxContinuations, d.Workers)}
 	if s.keepalive <= 0 {
 		s.keepalive = DefaultKeepalive
 	}

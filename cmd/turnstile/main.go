@@ -1,5 +1,6 @@
 // Command turnstile is the Turnstile server and its administration
-// commands: serve, migrate, and (in later issues) work, user, token, config.
+// commands: serve, migrate, user and token (work and config in later
+// issues).
 package main
 
 import (
@@ -40,8 +41,13 @@ Usage: turnstile <command> [flags]
 
 Commands:
   serve     migrate the database and serve HTTP
+  work      run workers only: durable decisions, queued runs, recovery
   migrate   apply the database migrations and exit
-  user      add or list users (user add --name N --role admin|user [--grant approve])
+  user      add, list or delete users (user add --name N --role admin|user [--grant approve];
+            user list; user delete --name N, which deletes their API tokens too)
+  token     create, revoke or list API bearer tokens (token create --user N
+            --scopes run:start,run:read,run:decide,run:cancel [--ttl 720h] prints only
+            the token, once; token revoke --id N; token list)
 
 Run "turnstile <command> --help" for a command's flags; every flag can also
 be set through the environment variable shown beside it.
@@ -60,8 +66,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return serve(ctx, args[1:], e)
 	case "migrate":
 		return migrate(ctx, args[1:], e)
+	case "work":
+		return work(ctx, args[1:], e)
 	case "user":
 		return user(ctx, args[1:], e)
+	case "token":
+		return token(ctx, args[1:], e)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -29,6 +30,9 @@ func serve(ctx context.Context, args []string, e env) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	keepalive := fs.Duration("keepalive", web.DefaultKeepalive, "longest silence of a stream before a keepalive line")
 	secureCookies := fs.Bool("secure-cookies", false, "mark the session cookie Secure (set it when served over HTTPS)")
+	workers := fs.Int("workers", 2, "embedded worker loops (0 turns them off)")
+	decisionPath := fs.String("decision-path", web.PathAuto, "auto, request or durable: where a decision's continuation runs")
+	maxContinuations := fs.Int("max-continuations", 512, "most continuations running inside requests at once")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -49,6 +53,14 @@ func serve(ctx context.Context, args []string, e env) error {
 	if *keepalive <= 0 {
 		return errors.New("--keepalive must be positive")
 	}
+	switch *decisionPath {
+	case web.PathAuto, web.PathRequest, web.PathDurable:
+	default:
+		return fmt.Errorf("--decision-path must be auto, request or durable, not %q", *decisionPath)
+	}
+	if *maxContinuations < 1 || *workers < 0 {
+		return errors.New("--max-continuations must be at least 1 and --workers at least 0")
+	}
 	sessions := scs.New()
 	sessionStore := mysqlstore.NewWithCleanupInterval(a.db.DB, 5*time.Minute)
 	defer sessionStore.StopCleanup()
@@ -58,8 +70,9 @@ func serve(ctx context.Context, args []string, e env) error {
 	sessions.Cookie.HttpOnly = true
 	sessions.Cookie.SameSite = http.SameSiteLaxMode
 	sessions.Cookie.Secure = *secureCookies
-	handler := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Catalog: a.store, Events: a.store,
-		Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout}).Handler()
+	handler := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Catalog: a.store,
+		Events: a.store, Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout,
+		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store}).Handler()
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -75,6 +88,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log.Info("serving", "addr", ln.Addr().String())
+	stopWorkers := startWorkers(ctx, a, *workers)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -82,11 +96,17 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	case <-ctx.Done():
 	}
+	// Stop accepting; every continuation in a request hands its run back
+	// at its next step boundary (its stream ends with "settled"), and so do
+	// the embedded workers; a worker elsewhere finishes the runs.
 	log.Info("shutting down", "timeout", shutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *shutdownTimeout)
 	defer cancel()
+	a.engine.Drain()
+	var shutdownErr error
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
+		shutdownErr = err
 	}
-	return nil
+	stopWorkers(sctx)
+	return shutdownErr
 }

@@ -16,10 +16,11 @@ import (
 	"github.com/turnstile-dev/turnstile/web"
 )
 
-// user manages users: "user add" and "user list".
+// user manages users: "user add", "user list" and "user delete", which
+// deletes the user's API tokens with them.
 func user(ctx context.Context, args []string, e env) error {
-	if len(args) == 0 || (args[0] != "add" && args[0] != "list") {
-		return errors.New(`usage: turnstile user add --name N --role admin|user [--grant approve[,other…]] | turnstile user list`)
+	if len(args) == 0 || (args[0] != "add" && args[0] != "list" && args[0] != "delete") {
+		return errors.New(`usage: turnstile user add --name N --role admin|user [--grant approve[,other…]] | turnstile user list | turnstile user delete --name N`)
 	}
 	fs := newFlagSet("user "+args[0], e)
 	var d dbFlags
@@ -49,6 +50,9 @@ func user(ctx context.Context, args []string, e env) error {
 		}
 		return nil
 	}
+	if args[0] == "delete" {
+		return deleteUser(ctx, a, *name, e)
+	}
 	if *name == "" {
 		return errors.New("user add: --name is required")
 	}
@@ -75,6 +79,25 @@ func user(ctx context.Context, args []string, e env) error {
 	} else {
 		fmt.Fprintf(e.stdout, "user %s created\n", u.Name)
 	}
+	return nil
+}
+
+// deleteUser deletes a user and their API tokens; the runs they own stay.
+func deleteUser(ctx context.Context, a *app, name string, e env) error {
+	if name == "" {
+		return errors.New("user delete: --name is required")
+	}
+	u, err := a.store.UserByName(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("user delete: no user %q", name)
+	}
+	if err != nil {
+		return err
+	}
+	if err := a.store.DeleteUser(ctx, u.ID); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "user %s deleted, with their API tokens\n", u.Name)
 	return nil
 }
 
