@@ -19,8 +19,11 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/turnstile-dev/turnstile/runtime"
@@ -230,6 +233,30 @@ func (b *tab) where() string {
 	return fmt.Sprintf("the tab shows %s:\n%s", loc, text)
 }
 
+// loaded waits until the page shown has run its deferred script and fired
+// its load event. Before that a click submits natively (right for a user,
+// but not the path a scripted test means to drive), and Chromium sends the
+// DOM again at DOMContentLoaded, which voids the node ids of earlier
+// queries. Call it once something only the new page has is visible. It
+// waits for the load event rather than polling in the page, because a tab
+// with scripts off runs no page timers, and so no chromedp.Poll beyond the
+// first check.
+func loaded() chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		loads := chromedp.Events(ctx, page.LoadEventFired) // before the check: no load is missed
+		state, err := chromedp.Evaluate[string](`document.readyState`)(ctx, t)
+		if err != nil || state == "complete" {
+			return chromedp.Void{}, err
+		}
+		for _, err := range loads {
+			return chromedp.Void{}, err
+		}
+		return chromedp.Void{}, ctx.Err()
+	}
+}
+
 // signIn signs in through the real form and lands on the inbox.
 func (b *tab) signIn(name string) {
 	b.t.Helper()
@@ -240,6 +267,7 @@ func (b *tab) signIn(name string) {
 		chromedp.SendKeys(chromedp.CSS("#password"), testPassword),
 		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="user-name"]`)),
+		loaded(),
 	)
 	if got := get(b, "read the signed-in user", chromedp.Text(chromedp.CSS(`[data-testid="user-name"]`))); got != name {
 		b.t.Fatalf("signed in as %q, want %q", got, name)
@@ -254,6 +282,7 @@ func (b *tab) landOnInbox(runSel string, d time.Duration) string {
 	b.do("land on the inbox with a flash", d,
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash"]`)),
 		chromedp.WaitNotPresent(chromedp.CSS(runSel)),
+		loaded(),
 	)
 	b.wantAt("/inbox")
 	return strings.TrimSpace(get(b, "read the flash", chromedp.Text(chromedp.CSS(`[data-testid="flash"]`))))
@@ -271,15 +300,33 @@ func runSelector(id int64) string {
 	return fmt.Sprintf(`article[data-testid="inbox-run"][data-run-id="%d"]`, id)
 }
 
-// doubleClick is a real double click: two press-release pairs, the second
-// with a click count of 2, back to back. (chromedp.DoubleClick sends one
-// pair with a count of 2, which the page sees as a single click.)
+// doubleClick is a real double click: two press-release pairs at one
+// point, the second with a click count of 2, back to back. (DoubleClick of
+// chromedp sends one pair with a count of 2, which a page sees as a single
+// click.)
 func doubleClick(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.QueryAfter(chromedp.CSS(sel), func(ctx context.Context, t *chromedp.Target, nodes []*chromedp.Node) (chromedp.Void, error) {
-		if _, err := chromedp.MouseClickNode(nodes[0])(ctx, t); err != nil {
+		id := nodes[0].NodeID
+		if _, err := cdp.Call(ctx, t, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{NodeID: id}); err != nil {
 			return chromedp.Void{}, err
 		}
-		return chromedp.MouseClickNode(nodes[0], chromedp.ClickCount(2))(ctx, t)
+		res, err := cdp.Call(ctx, t, dom.GetContentQuads, dom.GetContentQuadsParams{NodeID: id})
+		if err != nil {
+			return chromedp.Void{}, err
+		}
+		if len(res.Quads) == 0 || len(res.Quads[0]) != 8 {
+			return chromedp.Void{}, fmt.Errorf("%s has no box to click", sel)
+		}
+		q := res.Quads[0]
+		x, y := (q[0]+q[2]+q[4]+q[6])/4, (q[1]+q[3]+q[5]+q[7])/4
+		for count := 1; count <= 2; count++ {
+			for _, typ := range []input.DispatchMouseEventType{chromedp.MousePressed, chromedp.MouseReleased} {
+				if _, err := chromedp.MouseEvent(typ, x, y, chromedp.ButtonType(input.MouseButtonLeft), chromedp.ClickCount(count))(ctx, t); err != nil {
+					return chromedp.Void{}, err
+				}
+			}
+		}
+		return chromedp.Void{}, nil
 	}, chromedp.NodeVisible)
 }
 
@@ -293,7 +340,9 @@ func (a *testApp) decisions(t *testing.T, runID int64) int {
 	return n
 }
 
-// wantSettled checks the database after one approval of a refund run.
+// wantSettled checks the database after one decision that finished a run:
+// the run completed, exactly one decision row and, for an order, exactly
+// one refund.
 func wantSettled(t *testing.T, a *testApp, runID int64, order string) {
 	t.Helper()
 	if got := a.run(t, runID).Status; got != runtime.StatusCompleted {
@@ -330,6 +379,9 @@ const watchProgress = `(sel) => {
 	return {values: seen, text: el.textContent, busy: !!form && form.getAttribute('aria-busy') === 'true'};
 }`
 
+// TestBrowserStreamedApproveShowsProgress: with JavaScript, Approve streams
+// the continuation, the step counter moves while it runs, and the inbox
+// comes back with the outcome.
 func TestBrowserStreamedApproveShowsProgress(t *testing.T) {
 	a := newApp(t, 0)
 	paused, order := a.waiting(t, "slow")
@@ -369,6 +421,8 @@ func TestBrowserStreamedApproveShowsProgress(t *testing.T) {
 	wantSettled(t, a, paused.RunID, order)
 }
 
+// TestBrowserDoubleClickApprovesOnce: a double click on Approve continues
+// the run once.
 func TestBrowserDoubleClickApprovesOnce(t *testing.T) {
 	a := newApp(t, 0)
 	paused, order := a.waiting(t, "slow")
@@ -390,11 +444,17 @@ func TestBrowserDoubleClickApprovesOnce(t *testing.T) {
 		}
 		t.Logf("flash = %q: a second decision request reached the server", flash)
 	}
-	if posts := b.posts(fmt.Sprintf("/inbox/runs/%d/decision", paused.RunID)); len(posts) != 1 {
+	posts := b.posts(fmt.Sprintf("/inbox/runs/%d/decision", paused.RunID))
+	if len(posts) != 1 {
 		t.Errorf("%d decision requests after a double click, want 1 (the script disables the form): %+v", len(posts), posts)
+	}
+	if len(posts) > 0 && posts[0].kind != network.ResourceTypeFetch {
+		t.Errorf("the decision went as %s, want the script's fetch", posts[0].kind)
 	}
 }
 
+// TestBrowserNativeApproveRedirectsWithFlash: without JavaScript, Approve is
+// a plain POST answered 303 to the inbox, which shows the outcome.
 func TestBrowserNativeApproveRedirectsWithFlash(t *testing.T) {
 	a := newApp(t, 0)
 	paused, order := a.waiting(t, "refund")
@@ -429,6 +489,7 @@ func submitInvalidAmount(b *tab, sel string) {
 		chromedp.SetAttributeValue(chromedp.CSS(sel+` form`), "novalidate", ""),
 		chromedp.Click(chromedp.CSS(sel+` form button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(sel+` [data-testid="field-error"]`)),
+		loaded(),
 	)
 }
 
@@ -475,6 +536,9 @@ func wantAnswer(t *testing.T, a *testApp, runID int64) {
 	}
 }
 
+// TestBrowserNativeInvalidInputKeepsValues: without JavaScript, a refused
+// answer comes back as a 422 inbox with the field error and the values
+// typed; the corrected answer finishes the run.
 func TestBrowserNativeInvalidInputKeepsValues(t *testing.T) {
 	a := newApp(t, 0)
 	paused, _ := a.waiting(t, "input")
@@ -506,6 +570,9 @@ func TestBrowserNativeInvalidInputKeepsValues(t *testing.T) {
 	wantAnswer(t, a, paused.RunID)
 }
 
+// TestBrowserScriptedInvalidInputFallsBackToTheServerPage: with
+// JavaScript, the script meets the 422 and submits the form natively, so the
+// browser shows the server's own 422 page with the values kept.
 func TestBrowserScriptedInvalidInputFallsBackToTheServerPage(t *testing.T) {
 	a := newApp(t, 0)
 	paused, _ := a.waiting(t, "input")

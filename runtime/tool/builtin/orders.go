@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/turnstile-dev/turnstile/runtime"
@@ -24,7 +25,8 @@ const refundOrderParams = `{
   "properties": {
     "order_id": {"type": "string", "minLength": 1, "description": "The order's id, such as ORD-1001."},
     "amount_cents": {"type": "integer", "minimum": 1, "description": "How much to refund, in cents. Defaults to the order's whole amount and may not exceed it."},
-    "reason": {"type": "string", "maxLength": 500, "description": "Why the order is refunded."}
+    "reason": {"type": "string", "maxLength": 500, "description": "Why the order is refunded."},
+    "processing_seconds": {"type": "number", "minimum": 0, "maximum": 60, "description": "How long the payment provider takes before the refund is written (a demo of a slow write)."}
   },
   "required": ["order_id"],
   "additionalProperties": false
@@ -136,6 +138,7 @@ func (t *RefundOrder) Call(ctx context.Context, inv runtime.Invocation) (string,
 		OrderID     string  `json:"order_id"`
 		AmountCents integer `json:"amount_cents"`
 		Reason      string  `json:"reason"`
+		Processing  float64 `json:"processing_seconds"`
 	}
 	if err := decodeArgs(NameRefundOrder, inv.Arguments, &args); err != nil {
 		return "", err
@@ -156,6 +159,16 @@ func (t *RefundOrder) Call(ctx context.Context, inv runtime.Invocation) (string,
 	}
 	if amount < 1 || amount > o.AmountCents {
 		return "", fmt.Errorf("%s: invalid arguments: amount_cents must be between 1 and %d (the amount of order %s), not %d", NameRefundOrder, o.AmountCents, o.ID, amount)
+	}
+	if args.Processing < 0 || args.Processing > 60 {
+		return "", fmt.Errorf("%s: invalid arguments: processing_seconds must be between 0 and 60", NameRefundOrder)
+	}
+	// A slow payment provider: the write is in flight (the engine has
+	// stamped pending_effect) but has not happened yet.
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(time.Duration(args.Processing * float64(time.Second))):
 	}
 	id, err := t.orders.InsertRefund(ctx, Refund{OrderID: o.ID, AmountCents: amount, RunID: inv.RunID, CallID: inv.CallID})
 	if err != nil {
