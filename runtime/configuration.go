@@ -34,6 +34,24 @@ type Configuration struct {
 	RequireSecondApprover bool                  `json:"require_second_approver" yaml:"require_second_approver"`
 	PrivacyLevel          PrivacyLevel          `json:"privacy_level" yaml:"privacy_level"`
 	ToolPolicies          map[string]ToolPolicy `json:"tool_policies,omitempty" yaml:"tool_policies"`
+	// MCPServers are external MCP servers whose tools the agent may call.
+	MCPServers []MCPServer `json:"mcp_servers,omitempty" yaml:"mcp_servers"`
+}
+
+// MCPServer is an MCP server reached over streamable HTTP.
+type MCPServer struct {
+	// Name identifies the server in the configuration and in logs.
+	Name string `json:"name" yaml:"name"`
+	URL  string `json:"url" yaml:"url"`
+	// Headers are sent with every request; ${NAME} in a value is replaced
+	// by the environment variable NAME when the server is reached.
+	Headers map[string]string `json:"headers,omitempty" yaml:"headers"`
+	// RequiresApproval is the default of every tool of this server (true
+	// when unset); ToolPolicies override it per tool.
+	RequiresApproval *bool `json:"requires_approval,omitempty" yaml:"requires_approval"`
+	// MetaTool hides the server's tools behind three: discover,
+	// describe_tool and execute, for servers with many tools.
+	MetaTool bool `json:"meta_tool,omitempty" yaml:"meta_tool"`
 }
 
 // ProviderSpec names a provider and what it needs. Script holds a scripted
@@ -83,6 +101,9 @@ func (c *Configuration) Normalize() error {
 func (c *Configuration) NeedsApproval(spec ToolSpec) bool {
 	if p, ok := c.ToolPolicies[spec.Name]; ok && p.RequiresApproval != nil {
 		return *p.RequiresApproval
+	}
+	if spec.RequiresApproval != nil {
+		return *spec.RequiresApproval
 	}
 	return spec.Effect != ReadOnly
 }

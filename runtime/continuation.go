@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,9 +50,10 @@ type Continuation struct {
 	seq         int
 	steps       int
 	obs         Observer
-	cancel      bool   // someone asked to cancel; stop at the next boundary
-	interrupted string // call id whose write was interrupted (recovery)
-	unreadable  bool   // the stored state cannot be read: settle as failed
+	cancel      bool            // someone asked to cancel; stop at the next boundary
+	interrupted string          // call id whose write was interrupted (recovery)
+	unreadable  bool            // the stored state cannot be read: settle as failed
+	extra       map[string]Tool // the configuration's tools from its ToolSource
 	lost        atomic.Bool
 }
 
@@ -181,6 +183,16 @@ func (c *Continuation) load(ctx context.Context) error {
 		c.standing[t] = true
 	}
 	c.interrupted = c.run.PendingEffect
+	if c.e.source != nil {
+		tools, err := c.e.source.Tools(ctx, c.cfg)
+		if err != nil {
+			c.e.log.Warn("configuration's tools unavailable", "run", c.run.ID, "configuration", c.cfg.Identifier, "err", err)
+		}
+		c.extra = make(map[string]Tool, len(tools))
+		for _, t := range tools {
+			c.extra[t.Spec().Name] = t
+		}
+	}
 	if c.state.Verdicts == nil {
 		c.state.Verdicts = map[string]Verdict{}
 	}
@@ -246,8 +258,12 @@ func (c *Continuation) nextCall() (ToolCall, bool) {
 	return ToolCall{}, false
 }
 
-// tool returns a tool the configuration allows.
+// tool returns a tool the configuration allows: one of its tool source's,
+// or a built-in one it names.
 func (c *Continuation) tool(name string) (Tool, bool) {
+	if t, ok := c.extra[name]; ok {
+		return t, true
+	}
 	for _, allowed := range c.cfg.Tools {
 		if allowed == name {
 			return c.e.Tool(name)
@@ -369,6 +385,10 @@ func (c *Continuation) round(ctx context.Context) error {
 			specs = append(specs, t.Spec())
 		}
 	}
+	for _, t := range c.extra {
+		specs = append(specs, t.Spec())
+	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	start := time.Now()
 	res, err := provider.Round(ctx, RoundRequest{Round: c.state.Iterations + 1, Model: c.cfg.Provider.Model,
 		Messages: c.state.Messages, Tools: specs}, nil)

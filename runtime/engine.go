@@ -25,6 +25,7 @@ const maxPromptBytes = 64 << 10
 type Engine struct {
 	store     Store
 	tools     map[string]Tool
+	source    ToolSource
 	providers ProviderFactory
 	validator Validator
 	sealer    Sealer
@@ -38,8 +39,10 @@ type Engine struct {
 // Options are an Engine's dependencies; Store, Tools, Providers and
 // Validator are required.
 type Options struct {
-	Store     Store
-	Tools     map[string]Tool
+	Store Store
+	Tools map[string]Tool
+	// Source brings a configuration's further tools (MCP); optional.
+	Source    ToolSource
 	Providers ProviderFactory
 	Validator Validator
 	// Sealer protects run content at rest; Plain when nil.
@@ -51,7 +54,7 @@ type Options struct {
 
 // New returns an engine.
 func New(o Options) *Engine {
-	e := &Engine{store: o.Store, tools: o.Tools, providers: o.Providers, validator: o.Validator,
+	e := &Engine{store: o.Store, tools: o.Tools, source: o.Source, providers: o.Providers, validator: o.Validator,
 		sealer: o.Sealer, lease: o.Lease, log: o.Logger, draining: make(chan struct{})}
 	if e.sealer == nil {
 		e.sealer = Plain{}

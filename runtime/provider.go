@@ -55,6 +55,18 @@ type ToolSpec struct {
 	// answers with a value that satisfies this JSON Schema; the answer is the
 	// tool's result.
 	Asks json.RawMessage `json:"asks,omitempty"`
+	// RequiresApproval, when set, is the tool's own approval default (an
+	// MCP server's setting, say); a configuration's tool policy still wins.
+	// When unset, writes need an approval and reads do not.
+	RequiresApproval *bool `json:"requires_approval,omitempty"`
+}
+
+// ToolSource brings tools a configuration names beyond the built-in ones,
+// such as an MCP server's. Tools is called when a continuation starts; an
+// error leaves the run with the built-in tools only (a call of a missing
+// tool becomes an error result the model sees).
+type ToolSource interface {
+	Tools(ctx context.Context, cfg *Configuration) ([]Tool, error)
 }
 
 // Tool is something a run can call.
