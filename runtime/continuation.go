@@ -170,7 +170,11 @@ func (c *Continuation) load(ctx context.Context) error {
 			return err
 		}
 		if c.state.Messages, err = c.e.decodeMessages(blobs); err != nil {
-			return err
+			// No holder will ever read them: settle rather than be
+			// recovered again and again.
+			c.e.log.Warn("transcript cannot be read", "run", c.run.ID, "err", err)
+			c.unreadable = true
+			return nil
 		}
 		c.stored = len(blobs)
 	}
