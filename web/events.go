@@ -1,14 +1,262 @@
 package web
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
+	"strconv"
+	"sync"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
-// Stub until the event stream lands.
-func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ runtime.Actor) {
-	s.apiError(w, r, http.StatusNotImplemented, "not_implemented", "not yet", nil)
+// The event stream polls the store rather than listening to this process's
+// continuations, so that it sees the steps of any process on the same
+// database: another request, a worker, another server instance.
+const (
+	// eventPoll is how often a follower asks the store for new events.
+	eventPoll = 250 * time.Millisecond
+	// statusEvery is every how many quiet polls the run's status is read
+	// again. A run that pauses or settles records an event in the same
+	// commit, which triggers a read at once; this catches a change of status
+	// that records none, within a second.
+	statusEvery = 4
+	// pollGiveUp is how long polls may keep failing (a database restart)
+	// before the stream ends with an error line.
+	pollGiveUp = 30 * time.Second
+)
+
+// attachedLine is the event stream's first line. FirstSeq is the seq of the
+// first event the stream sends (after_seq+1 when there is none yet); a client
+// that sees FirstSeq > after_seq+1 knows it missed events.
+type attachedLine struct {
+	Type      string         `json:"type"`
+	FirstSeq  int            `json:"first_seq"`
+	LatestSeq int            `json:"latest_seq"`
+	Status    runtime.Status `json:"status"`
+	Live      bool           `json:"live"`
+}
+
+// eventLine is one stored event, with its privacy-filtered payload.
+type eventLine struct {
+	Type       string            `json:"type"`
+	Seq        int               `json:"seq"`
+	Kind       runtime.EventKind `json:"kind"`
+	Round      int               `json:"round"`
+	DurationMS int64             `json:"duration_ms"`
+	CreatedAt  string            `json:"created_at"`
+	Payload    json.RawMessage   `json:"payload"`
+}
+
+type endLine struct {
+	Type   string         `json:"type"`
+	Status runtime.Status `json:"status"`
+}
+
+type typeLine struct {
+	Type string `json:"type"`
+}
+
+type errorLine struct {
+	Type     string `json:"type"`
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	AfterSeq int    `json:"after_seq"`
+}
+
+func toEventLine(e runtime.Event) eventLine {
+	payload := e.Payload
+	if len(payload) == 0 {
+		payload = json.RawMessage(`{}`)
+	}
+	return eventLine{Type: "event", Seq: e.Seq, Kind: e.Kind, Round: e.Round, DurationMS: e.DurationMS,
+		CreatedAt: e.CreatedAt.UTC().Format(timeFormat), Payload: payload}
+}
+
+// live reports whether a run in this status may still record events without
+// a person acting first.
+func live(s runtime.Status) bool {
+	return s == runtime.StatusRunning || s == runtime.StatusQueued || s == runtime.StatusDecided
+}
+
+// eventsQuery is what GET /api/runs/:id/events takes.
+type eventsQuery struct {
+	afterSeq int
+	follow   bool
+}
+
+// parseEventsQuery reads after_seq (a non-negative integer, 0 when absent)
+// and follow (true when absent, else "true" or "false"); anything else is an
+// invalid_request refusal.
+func parseEventsQuery(r *http.Request) (eventsQuery, error) {
+	q := r.URL.Query()
+	eq := eventsQuery{follow: true}
+	if q.Has("after_seq") {
+		n, err := strconv.ParseUint(q.Get("after_seq"), 10, strconv.IntSize-1)
+		if err != nil {
+			return eq, &runtime.Refusal{Code: runtime.CodeInvalidRequest,
+				Message: "after_seq must be a non-negative integer, the seq of the last event you have"}
+		}
+		eq.afterSeq = int(n)
+	}
+	if q.Has("follow") {
+		switch q.Get("follow") {
+		case "true":
+		case "false":
+			eq.follow = false
+		default:
+			return eq, &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: `follow must be "true" or "false"`}
+		}
+	}
+	return eq, nil
+}
+
+// latestSeq is the highest stored seq of a run, given the events stored
+// after afterSeq.
+func (s *Server) latestSeq(ctx context.Context, runID int64, after []runtime.Event) (int, error) {
+	if len(after) > 0 {
+		return after[len(after)-1].Seq, nil
+	}
+	return s.events.LastSeq(ctx, runID)
+}
+
+// apiEvents streams a run's events (SPEC §5) to its owner and admins: the
+// attached line, the stored events after after_seq, then, when following a
+// live run, the events any process records as they are committed, and the
+// end line once the run is settled or waiting. Refusals (unknown or hidden
+// run, bad query) are JSON errors before the stream starts; after the first
+// line there are only lines, the last one end (or error when the store stays
+// unreadable), unless the client left.
+func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
+	ctx := r.Context()
+	id, ok := runID(ps)
+	if !ok {
+		s.apiError(w, r, http.StatusNotFound, string(runtime.CodeNotFound), "no such run", nil)
+		return
+	}
+	q, err := parseEventsQuery(r)
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	// The status is read before the events: a run that pauses or settles
+	// commits its last event with its status, so the backlog holds every
+	// event up to the status the lines report.
+	run, _, err := s.engine.Visible(ctx, id, actor)
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	backlog, err := s.events.Events(ctx, id, q.afterSeq)
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	latest, err := s.latestSeq(ctx, id, backlog)
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	first := q.afterSeq + 1
+	if len(backlog) > 0 {
+		first = backlog[0].Seq
+	}
+
+	st := s.startStream(w)
+	// stop runs before the last line, so no keepalive follows it, and again
+	// on every other way out.
+	stop := sync.OnceFunc(st.keepalives(s.keepalive, func() any { return typeLine{Type: "keepalive"} }))
+	defer stop()
+	st.send(attachedLine{Type: "attached", FirstSeq: first, LatestSeq: latest, Status: run.Status, Live: live(run.Status)})
+	last := q.afterSeq
+	for _, e := range backlog {
+		st.send(toEventLine(e))
+		last = e.Seq
+	}
+	if !q.follow {
+		stop()
+		st.send(endLine{Type: "end", Status: run.Status})
+		return
+	}
+	s.follow(ctx, st, stop, id, actor, last, run.Status)
+}
+
+// follow sends the events recorded after seq last as they appear, then the
+// end line once the run is settled or waiting. It re-reads the status right
+// away when the run was not live at attach time, in case a decision moved it
+// on meanwhile.
+func (s *Server) follow(ctx context.Context, st *stream, stop func(), id int64, actor runtime.Actor, last int, status runtime.Status) {
+	tick := time.NewTicker(eventPoll)
+	defer tick.Stop()
+	var failingSince time.Time
+	checkNow := !live(status)
+	for polls := 1; ; polls++ {
+		if !checkNow {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		ended, err := s.poll(ctx, st, id, actor, &last, &status, checkNow || polls%statusEvery == 0)
+		checkNow = false
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			s.log.Warn("event stream poll failed", "run", id, "err", err)
+			if time.Since(failingSince) < pollGiveUp {
+				continue
+			}
+			stop()
+			st.send(errorLine{Type: "error", Code: "unavailable", AfterSeq: last,
+				Message: "the run's events cannot be read right now; reconnect with after_seq"})
+			return
+		case ended:
+			stop()
+			st.send(endLine{Type: "end", Status: status})
+			return
+		}
+		failingSince = time.Time{}
+	}
+}
+
+// poll sends the events recorded after *last. When it sent some, or when
+// check is set, it reads the run's status again; once the run is no longer
+// live it sends the events committed up to that status too and reports that
+// the stream ended.
+func (s *Server) poll(ctx context.Context, st *stream, id int64, actor runtime.Actor, last *int, status *runtime.Status, check bool) (ended bool, err error) {
+	drain := func() (int, error) {
+		evs, err := s.events.Events(ctx, id, *last)
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range evs {
+			st.send(toEventLine(e))
+			*last = e.Seq
+		}
+		return len(evs), nil
+	}
+	n, err := drain()
+	if err != nil || (n == 0 && !check) {
+		return false, err
+	}
+	run, _, err := s.engine.Visible(ctx, id, actor)
+	if err != nil {
+		return false, err
+	}
+	*status = run.Status
+	if live(run.Status) {
+		return false, nil
+	}
+	if _, err := drain(); err != nil {
+		return false, err
+	}
+	return true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -269,7 +270,16 @@ func (c *client) raw(path, body string, header http.Header) (*http.Response, str
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	return c.do(req)
+	res, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatalf("POST %s: %v: the server closed the connection without an answer (a panic in a handler?)", path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return res, string(b)
 }
 
 // sessionCookie is the client's session cookie as the jar holds it.

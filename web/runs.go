@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -61,7 +62,8 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, ps httprouter.Pa
 		s.errorPage(w, r, http.StatusNotFound)
 		return
 	case errors.As(err, &ref) && ref.Code != runtime.CodeNotFound:
-		s.flash(r.Context(), fmt.Sprintf("Run %d: %s.", id, ref.Message))
+		// The engine's message names the run already: "run 5 is already cancelled".
+		s.flash(r.Context(), strings.ToUpper(ref.Message[:1])+ref.Message[1:]+".")
 	default:
 		s.fail(w, r, err)
 		return

@@ -37,6 +37,7 @@ type Catalog interface {
 // EventLog reads a run's stored events, for the event stream.
 type EventLog interface {
 	Events(ctx context.Context, runID int64, afterSeq int) ([]runtime.Event, error)
+	LastSeq(ctx context.Context, runID int64) (int, error)
 }
 
 // Users is what sign-in needs of the store.
@@ -164,7 +165,9 @@ func (s *Server) Handler() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusForbidden)
 	}))
-	return cop.Handler(s.sessions.LoadAndSave(r))
+	// The session loads first, so that even a refused cross-origin request
+	// gets a rendered page.
+	return s.sessions.LoadAndSave(cop.Handler(r))
 }
 
 // healthz answers while the process serves, whatever the database does.

@@ -1,0 +1,442 @@
+package web_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+)
+
+// ndLine is one line of an NDJSON stream and when the client read it.
+type ndLine struct {
+	m   map[string]any
+	raw string
+	at  time.Time
+}
+
+func (l ndLine) String() string { return l.raw }
+
+func (l ndLine) typ() string { return fmt.Sprint(l.m["type"]) }
+
+func (l ndLine) num(key string) int {
+	f, _ := l.m[key].(float64)
+	return int(f)
+}
+
+func eventsPath(id int64, query string) string {
+	p := fmt.Sprintf("/api/runs/%d/events", id)
+	if query != "" {
+		p += "?" + query
+	}
+	return p
+}
+
+// openEvents opens a run's event stream and hands over its lines as they
+// arrive; the channel closes when the body ends or is closed.
+func openEvents(t *testing.T, c *client, id int64, query string) (*http.Response, <-chan ndLine) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.base+eventsPath(id, query), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("GET %s = %d %s, want 200", eventsPath(id, query), res.StatusCode, b)
+	}
+	lines := make(chan ndLine, 1024)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			l := ndLine{raw: sc.Text(), at: time.Now()}
+			if err := json.Unmarshal(sc.Bytes(), &l.m); err != nil {
+				t.Errorf("line %q is not JSON: %v", l.raw, err)
+				return
+			}
+			lines <- l
+		}
+	}()
+	return res, lines
+}
+
+// next returns the next line, failing the test when none comes in time.
+func next(t *testing.T, lines <-chan ndLine, d time.Duration) ndLine {
+	t.Helper()
+	select {
+	case l, ok := <-lines:
+		if !ok {
+			t.Fatal("the stream ended early")
+		}
+		return l
+	case <-time.After(d):
+		t.Fatalf("no line within %s", d)
+	}
+	return ndLine{}
+}
+
+// rest reads the lines up to the end of the stream.
+func rest(t *testing.T, lines <-chan ndLine, d time.Duration) []ndLine {
+	t.Helper()
+	var got []ndLine
+	deadline := time.After(d)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return got
+			}
+			got = append(got, l)
+		case <-deadline:
+			t.Fatalf("the stream did not end within %s; got %d lines", d, len(got))
+		}
+	}
+}
+
+// storedSeqs are a run's event seqs and kinds as the database holds them.
+func (a *testApp) storedSeqs(t *testing.T, id int64) (seqs []int, kinds []string) {
+	t.Helper()
+	var rows []struct {
+		Seq  int    `db:"seq"`
+		Kind string `db:"kind"`
+	}
+	if err := a.db.Select(&rows, `SELECT seq, kind FROM run_events WHERE run_id = ? ORDER BY seq`, id); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		seqs, kinds = append(seqs, r.Seq), append(kinds, r.Kind)
+	}
+	return seqs, kinds
+}
+
+// approveInBackground approves a waiting run with a native POST from
+// another client and reports when that request has answered.
+func approveInBackground(t *testing.T, a *testApp, paused runtime.Outcome) <-chan time.Time {
+	t.Helper()
+	c := a.signIn(t, "approver")
+	req := c.postRequest(inboxPath(paused.RunID, "decision"), approve(paused.Digest), "")
+	done := make(chan time.Time, 1)
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		res, err := c.http.Do(req)
+		if err != nil {
+			t.Errorf("approval: %v", err)
+		} else {
+			res.Body.Close()
+			if res.StatusCode != http.StatusSeeOther {
+				t.Errorf("approval answered %d, want 303", res.StatusCode)
+			}
+		}
+		done <- time.Now()
+	}()
+	t.Cleanup(func() { <-exited })
+	return done
+}
+
+// waitRunning waits until a decision has claimed the run.
+func (a *testApp) waitRunning(t *testing.T, id int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for a.run(t, id).Status.Waiting() {
+		if time.Now().After(deadline) {
+			t.Fatalf("run %d still waits 5 s after its approval", id)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// eventSeqs checks the event lines' shape and returns their seqs.
+func eventSeqs(t *testing.T, lines []ndLine) []int {
+	t.Helper()
+	var seqs []int
+	for _, l := range lines {
+		if l.typ() != "event" {
+			continue
+		}
+		for _, k := range []string{"seq", "kind", "round", "duration_ms", "created_at", "payload"} {
+			if _, ok := l.m[k]; !ok {
+				t.Errorf("event line %s has no %q", l.raw, k)
+			}
+		}
+		if _, ok := l.m["payload"].(map[string]any); !ok {
+			t.Errorf("event line %s: payload is not an object", l.raw)
+		}
+		seqs = append(seqs, l.num("seq"))
+	}
+	return seqs
+}
+
+func seqRange(from, to int) []int {
+	var s []int
+	for i := from; i <= to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+// TestEventsBacklog: a waiting run's stream is attached, every stored event
+// in order with its privacy-filtered payload, and end — at once, whether
+// the client follows or not, since a waiting run records nothing until
+// someone decides.
+func TestEventsBacklog(t *testing.T) {
+	a := newApp(t, 0)
+	paused, order := a.waiting(t, "refund")
+	wantSeqs, wantKinds := a.storedSeqs(t, paused.RunID)
+	if len(wantSeqs) < 2 {
+		t.Fatalf("run has %d events, want a few", len(wantSeqs))
+	}
+	owner := a.signIn(t, "owner")
+
+	for _, query := range []string{"follow=false", "", "after_seq=0&follow=true"} {
+		t.Run("query "+query, func(t *testing.T) {
+			res, lines := openEvents(t, owner, paused.RunID, query)
+			if got := res.Header.Get("Content-Type"); got != "application/x-ndjson; charset=utf-8" {
+				t.Errorf("Content-Type = %q", got)
+			}
+			if got := res.Header.Get("Cache-Control"); got != "no-cache, no-transform" {
+				t.Errorf("Cache-Control = %q", got)
+			}
+			got := rest(t, lines, 5*time.Second)
+			if len(got) != len(wantSeqs)+2 {
+				t.Fatalf("%d lines, want attached, %d events, end: %v", len(got), len(wantSeqs), got)
+			}
+			att := got[0]
+			if att.typ() != "attached" || att.num("first_seq") != 1 || att.num("latest_seq") != wantSeqs[len(wantSeqs)-1] ||
+				att.m["status"] != string(runtime.StatusWaitingForApproval) || att.m["live"] != false {
+				t.Errorf("first line = %s, want attached, first_seq 1, latest_seq %d, waiting_for_approval, not live",
+					att.raw, wantSeqs[len(wantSeqs)-1])
+			}
+			events := got[1 : len(got)-1]
+			if gotSeqs := eventSeqs(t, events); !slices.Equal(gotSeqs, wantSeqs) {
+				t.Errorf("event seqs = %v, want %v", gotSeqs, wantSeqs)
+			}
+			for i, l := range events {
+				if l.m["kind"] != wantKinds[i] {
+					t.Errorf("event %d kind = %v, want %s", l.num("seq"), l.m["kind"], wantKinds[i])
+				}
+				for _, secret := range []string{"MARKER", order} {
+					if strings.Contains(l.raw, secret) {
+						t.Errorf("event line %s shows %q past the metadata privacy filter", l.raw, secret)
+					}
+				}
+			}
+			if end := got[len(got)-1]; end.typ() != "end" || end.m["status"] != string(runtime.StatusWaitingForApproval) {
+				t.Errorf("last line = %s, want end with waiting_for_approval", end.raw)
+			}
+		})
+	}
+}
+
+// TestEventsFollowAnotherRequestsContinuation: a follower sees the steps
+// of a continuation that a different HTTP request drives, while that
+// request is still running it, with consecutive seqs, then end.
+func TestEventsFollowAnotherRequestsContinuation(t *testing.T) {
+	a := newApp(t, 0)
+	paused, _ := a.waiting(t, "slow")
+	before := a.events(t, paused.RunID)
+	owner := a.signIn(t, "owner")
+
+	// A waiting run's stream ends at once (SPEC §5), so the follower
+	// attaches once the decision has claimed the run.
+	approved := approveInBackground(t, a, paused)
+	a.waitRunning(t, paused.RunID)
+	_, lines := openEvents(t, owner, paused.RunID, fmt.Sprintf("after_seq=%d", before))
+	att := next(t, lines, 5*time.Second)
+	if att.typ() != "attached" || att.m["live"] != true || att.m["status"] != string(runtime.StatusRunning) {
+		t.Fatalf("first line = %s, want attached to a live, running run", att.raw)
+	}
+	if att.num("first_seq") != before+1 {
+		t.Errorf("first_seq = %d, want %d", att.num("first_seq"), before+1)
+	}
+	got := rest(t, lines, 15*time.Second)
+	var finished time.Time
+	select {
+	case finished = <-approved:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the approval request did not finish")
+	}
+
+	if len(got) == 0 || got[len(got)-1].typ() != "end" || got[len(got)-1].m["status"] != string(runtime.StatusCompleted) {
+		t.Fatalf("lines = %v, want events then end with completed", got)
+	}
+	after := a.events(t, paused.RunID)
+	if gotSeqs := eventSeqs(t, got); !slices.Equal(gotSeqs, seqRange(before+1, after)) {
+		t.Errorf("event seqs = %v, want %v", gotSeqs, seqRange(before+1, after))
+	}
+	// Live: events recorded after the follower attached, delivered while
+	// the approving request was still carrying the continuation out.
+	liveEarly := 0
+	for _, l := range got {
+		if l.typ() == "event" && l.num("seq") > att.num("latest_seq") && l.at.Before(finished) {
+			liveEarly++
+		}
+	}
+	if liveEarly == 0 {
+		t.Errorf("no event recorded after attaching arrived before the approval request finished at %s: %v",
+			finished.Format(time.StampMicro), got)
+	}
+	for _, l := range got[:len(got)-1] {
+		if l.typ() != "event" && l.typ() != "keepalive" {
+			t.Errorf("unexpected line %s", l.raw)
+		}
+	}
+}
+
+// TestEventsReconnect: a client that drops the stream after three events
+// and reconnects with after_seq=3 gets exactly the rest, no duplicate and
+// no gap.
+func TestEventsReconnect(t *testing.T) {
+	a := newApp(t, 0)
+	paused, _ := a.waiting(t, "slow")
+	owner := a.signIn(t, "owner")
+	approveInBackground(t, a, paused)
+	a.waitRunning(t, paused.RunID)
+
+	res, lines := openEvents(t, owner, paused.RunID, "")
+	if att := next(t, lines, 5*time.Second); att.typ() != "attached" || att.num("first_seq") != 1 {
+		t.Fatalf("first line = %s, want attached from seq 1", att.raw)
+	}
+	var seqs []int
+	for len(seqs) < 3 {
+		if l := next(t, lines, 5*time.Second); l.typ() == "event" {
+			seqs = append(seqs, l.num("seq"))
+		}
+	}
+	res.Body.Close() // the connection drops
+
+	_, lines = openEvents(t, owner, paused.RunID, "after_seq=3")
+	att := next(t, lines, 5*time.Second)
+	if att.typ() != "attached" || att.num("first_seq") != 4 {
+		t.Errorf("attached after reconnecting = %s, want first_seq 4", att.raw)
+	}
+	got := rest(t, lines, 15*time.Second)
+	if len(got) == 0 || got[len(got)-1].typ() != "end" || got[len(got)-1].m["status"] != string(runtime.StatusCompleted) {
+		t.Fatalf("lines = %v, want end with completed last", got)
+	}
+	seqs = append(seqs, eventSeqs(t, got)...)
+	if n := a.events(t, paused.RunID); !slices.Equal(seqs, seqRange(1, n)) {
+		t.Errorf("seqs over both connections = %v, want 1..%d once each", seqs, n)
+	}
+}
+
+// TestEventsGapShows: when events after after_seq are missing, first_seq
+// says so.
+func TestEventsGapShows(t *testing.T) {
+	a := newApp(t, 0)
+	paused, _ := a.waiting(t, "refund")
+	n := a.events(t, paused.RunID)
+	if n < 3 {
+		t.Fatalf("run has %d events, want at least 3", n)
+	}
+	if _, err := a.db.Exec(`DELETE FROM run_events WHERE run_id = ? AND seq = 2`, paused.RunID); err != nil {
+		t.Fatal(err)
+	}
+	_, lines := openEvents(t, a.signIn(t, "owner"), paused.RunID, "after_seq=1&follow=false")
+	got := rest(t, lines, 5*time.Second)
+	if len(got) < 2 {
+		t.Fatalf("lines = %v", got)
+	}
+	att := got[0]
+	if att.typ() != "attached" || att.num("first_seq") != 3 || att.num("latest_seq") != n {
+		t.Errorf("attached = %s, want first_seq 3 (> after_seq+1) and latest_seq %d", att.raw, n)
+	}
+	if gotSeqs := eventSeqs(t, got); !slices.Equal(gotSeqs, seqRange(3, n)) {
+		t.Errorf("event seqs = %v, want %v", gotSeqs, seqRange(3, n))
+	}
+}
+
+// TestEventsRefusals: the stream opens for the run's owner and admins;
+// everyone else, and bad queries, get a JSON error before any line.
+func TestEventsRefusals(t *testing.T) {
+	a := newApp(t, 0)
+	paused, _ := a.waiting(t, "refund")
+	id := paused.RunID
+	tests := []struct {
+		name, role, path string
+		wantStatus       int
+		wantCode         string // "" for a stream
+	}{
+		{"owner", "owner", eventsPath(id, "follow=false"), http.StatusOK, ""},
+		{"admin", "admin", eventsPath(id, "follow=false"), http.StatusOK, ""},
+		{"approver", "approver", eventsPath(id, ""), http.StatusNotFound, "not_found"},
+		{"other", "other", eventsPath(id, ""), http.StatusNotFound, "not_found"},
+		{"signed out", "", eventsPath(id, ""), http.StatusUnauthorized, "unauthorized"},
+		{"negative after_seq", "owner", eventsPath(id, "after_seq=-1"), http.StatusBadRequest, "invalid_request"},
+		{"word after_seq", "owner", eventsPath(id, "after_seq=abc"), http.StatusBadRequest, "invalid_request"},
+		{"empty after_seq", "owner", eventsPath(id, "after_seq="), http.StatusBadRequest, "invalid_request"},
+		{"follow maybe", "owner", eventsPath(id, "follow=maybe"), http.StatusBadRequest, "invalid_request"},
+		{"unknown run", "owner", eventsPath(id+1000, ""), http.StatusNotFound, "not_found"},
+		{"malformed id", "owner", "/api/runs/abc/events", http.StatusNotFound, "not_found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, body := a.as(t, tt.role).get(tt.path)
+			if res.StatusCode != tt.wantStatus {
+				t.Fatalf("status = %d, want %d: %s", res.StatusCode, tt.wantStatus, body)
+			}
+			if tt.wantCode == "" {
+				if !strings.HasPrefix(body, `{"type":"attached"`) {
+					t.Errorf("body = %s, want a stream", body)
+				}
+				return
+			}
+			if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("Content-Type = %q, want JSON", ct)
+			}
+			var e struct {
+				Error struct{ Code, Message string }
+			}
+			if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Code != tt.wantCode || e.Error.Message == "" {
+				t.Errorf("body = %s, want error %q with a message", body, tt.wantCode)
+			}
+		})
+	}
+}
+
+// TestEventsKeepalives: while the run is in a silent step, the stream
+// sends keepalives whenever --keepalive passes without a line.
+func TestEventsKeepalives(t *testing.T) {
+	a := newApp(t, 300*time.Millisecond)
+	paused, _ := a.waiting(t, "silent")
+	before := a.events(t, paused.RunID)
+	approveInBackground(t, a, paused)
+	a.waitRunning(t, paused.RunID)
+	_, lines := openEvents(t, a.signIn(t, "owner"), paused.RunID, fmt.Sprintf("after_seq=%d", before))
+	got := rest(t, lines, 15*time.Second)
+	if len(got) == 0 || got[len(got)-1].typ() != "end" || got[len(got)-1].m["status"] != string(runtime.StatusCompleted) {
+		t.Fatalf("lines = %v, want end with completed last", got)
+	}
+	// The longest run of keepalives between two lines of another kind: the
+	// 2.5 s silent tool call, at one keepalive per 300 ms.
+	most, run := 0, 0
+	for _, l := range got {
+		switch {
+		case l.typ() == "keepalive":
+			if l.raw != `{"type":"keepalive"}` {
+				t.Errorf("keepalive line = %s", l.raw)
+			}
+			run++
+			most = max(most, run)
+		default:
+			run = 0
+		}
+	}
+	if most < 3 {
+		t.Errorf("at most %d keepalives in a row during a 2.5 s silent step with a 300 ms keepalive, want 3 or more: %v", most, got)
+	}
+	if gotSeqs := eventSeqs(t, got); !slices.Equal(gotSeqs, seqRange(before+1, a.events(t, paused.RunID))) {
+		t.Errorf("event seqs = %v, want %d..%d", gotSeqs, before+1, a.events(t, paused.RunID))
+	}
+}
