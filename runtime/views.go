@@ -112,3 +112,22 @@ func (e *Engine) Detail(ctx context.Context, runID int64, actor Actor) (*RunDeta
 	}
 	return &RunDetail{Run: run, Configuration: cfg, Events: events}, nil
 }
+
+// Turn returns the turn a run waits on, or nil when it waits on none (or
+// its state cannot be read: the decision pipeline refuses that on its own).
+// It checks no permission: surfaces use it only to read a submitted input
+// form by its schema before the pipeline decides.
+func (e *Engine) Turn(ctx context.Context, runID int64) (*PendingTurn, error) {
+	run, err := e.store.Run(ctx, runID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	state, err := e.decodeState(run.State)
+	if err != nil || !run.Status.Waiting() {
+		return nil, nil
+	}
+	return state.Pending, nil
+}

@@ -151,7 +151,11 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 		s.errorPage(w, r, http.StatusNotFound)
 		return
 	}
-	answer, fieldErrs := s.answer(r.Context(), id, currentUser(r).Actor(), r.PostForm)
+	answer, fieldErrs, err := s.answer(r.Context(), id, r.PostForm)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if fieldErrs != nil {
 		s.inboxRefusal(w, r, id, &runtime.Refusal{Code: runtime.CodeInvalidInput,
 			Message: "some fields need another look", Fields: fieldErrs}, r.PostForm)
@@ -172,19 +176,18 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 }
 
 // answer turns a posted input form into JSON by the schema of the turn it
-// answers. Fields that do not parse come back as errors; a run that is not
-// waiting for input yields an empty answer, and the engine refuses it.
-func (s *Server) answer(ctx context.Context, id int64, actor runtime.Actor, form map[string][]string) (json.RawMessage, map[string]string) {
-	pending, err := s.engine.Pending(ctx, actor)
+// answers. Fields that do not parse come back as errors; when the run does
+// not wait for input the answer is empty, and the pipeline refuses it.
+func (s *Server) answer(ctx context.Context, id int64, form map[string][]string) (json.RawMessage, map[string]string, error) {
+	turn, err := s.engine.Turn(ctx, id)
 	if err != nil {
-		return json.RawMessage(`{}`), nil
+		return nil, nil, err
 	}
-	for _, p := range pending {
-		if p.Run.ID == id && p.Turn.Kind == runtime.TurnInput {
-			return schema.FromForm(p.Turn.Schema, form)
-		}
+	if turn == nil || turn.Kind != runtime.TurnInput {
+		return json.RawMessage(`{}`), nil, nil
 	}
-	return json.RawMessage(`{}`), nil
+	answer, fields := schema.FromForm(turn.Schema, form)
+	return answer, fields, nil
 }
 
 // refusalFlash is what the inbox tells a user whose decision was refused.

@@ -77,16 +77,25 @@ func (p *paths) choose(ctx context.Context, streamed bool) (path string, release
 	if p.mode == PathDurable || (p.mode == PathAuto && !streamed && p.workerAlive(ctx)) {
 		return runtime.PathDurable, noop, nil
 	}
-	select {
-	case p.slots <- struct{}{}:
-		var once sync.Once
-		return runtime.PathRequest, func() { once.Do(func() { <-p.slots }) }, nil
-	default:
+	if release, ok := p.acquire(); ok {
+		return runtime.PathRequest, release, nil
 	}
 	if p.workerAlive(ctx) {
 		return runtime.PathDurable, noop, nil
 	}
 	return "", noop, errBusy
+}
+
+// acquire takes a slot for a continuation inside a request, without
+// waiting; release gives it back (once, however often it is called).
+func (p *paths) acquire() (release func(), ok bool) {
+	select {
+	case p.slots <- struct{}{}:
+		var once sync.Once
+		return func() { once.Do(func() { <-p.slots }) }, true
+	default:
+		return func() {}, false
+	}
 }
 
 // InFlight is how many continuations run inside requests right now.

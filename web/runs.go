@@ -3,8 +3,8 @@ package web
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"net/http"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 

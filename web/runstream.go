@@ -47,7 +47,10 @@ func terminalLine(out runtime.Outcome) map[string]any {
 		}
 	case out.Status == runtime.StatusWaitingForInput:
 		m["event"], m["turn_digest"] = "awaiting_input", out.Digest
-		m["tool"], m["schema"] = out.Pending.Calls[0].Name, out.Pending.Schema
+		m["schema"] = out.Pending.Schema
+		if len(out.Pending.Calls) > 0 { // an input turn asks through exactly one call
+			m["tool"] = out.Pending.Calls[0].Name
+		}
 		m["pending_calls"] = pendingCalls(out.Pending)
 	case out.Status == runtime.StatusCancelled:
 		m["event"] = "cancelled"

@@ -27,6 +27,7 @@ type Engine interface {
 	Start(ctx context.Context, req runtime.StartRequest) (*runtime.Continuation, error)
 	Enqueue(ctx context.Context, req runtime.StartRequest) (int64, error)
 	Continuing(ctx context.Context, actor runtime.Actor) ([]runtime.ContinuingRun, error)
+	Turn(ctx context.Context, runID int64) (*runtime.PendingTurn, error)
 }
 
 // Catalog lists the configurations a run can be started with.

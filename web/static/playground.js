@@ -1,0 +1,515 @@
+// playground.js streams the playground's forms (form[data-playground]:
+// start, resume, input): it posts them with fetch and stream=1, appends
+// every step with its full content to the output as it arrives, and
+// renders the terminal line: the answer, or the pending calls with the form
+// that resumes the run in place. Every form works without it: a native
+// post answers the playground page with the run's result.
+(function () {
+	'use strict';
+
+	if (typeof window.fetch !== 'function' ||
+		typeof window.ReadableStream !== 'function' ||
+		typeof window.TextDecoder !== 'function' ||
+		typeof window.URLSearchParams !== 'function' ||
+		typeof window.FormData !== 'function') {
+		return;
+	}
+
+	// Schema fields may have any name, and a form's named controls shadow
+	// its own properties (an input named "action" hides form.action): call
+	// the prototypes' methods directly, as inbox.js does.
+	var E = Element.prototype;
+	function attr(el, name) { return E.getAttribute.call(el, name); }
+	function hasAttr(el, name) { return E.hasAttribute.call(el, name); }
+	function setAttr(el, name, value) { E.setAttribute.call(el, name, value); }
+	function removeAttr(el, name) { E.removeAttribute.call(el, name); }
+	function closest(el, sel) { return E.closest.call(el, sel); }
+	function all(el, sel) { return E.querySelectorAll.call(el, sel); }
+	function one(el, sel) { return E.querySelector.call(el, sel); }
+
+	var CONTROLS = 'input, select, textarea, button, fieldset';
+	var busy = new WeakSet();
+	// The button that last submitted each form, for browsers without
+	// SubmitEvent.submitter.
+	var lastButton = new WeakMap();
+
+	// el builds an element: el('p', {class: 'meta'}, 'text', child…).
+	// Attributes whose value is false or null are left out.
+	function el(tag, attrs) {
+		var node = document.createElement(tag);
+		Object.keys(attrs || {}).forEach(function (k) {
+			var v = attrs[k];
+			if (v === false || v === null || v === undefined) return;
+			setAttr(node, k, v === true ? '' : String(v));
+		});
+		for (var i = 2; i < arguments.length; i++) {
+			var c = arguments[i];
+			if (c === null || c === undefined || c === false) continue;
+			node.appendChild(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c);
+		}
+		return node;
+	}
+
+	function pretty(v) {
+		if (v === undefined || v === null) return '';
+		try {
+			return JSON.stringify(v, null, 2);
+		} catch (e) {
+			return String(v);
+		}
+	}
+
+	function plural(n, one, many) {
+		return n + ' ' + (n === 1 ? one : many);
+	}
+
+	// The output area and its parts, as templates/playground.templ renders
+	// them.
+	function parts() {
+		var out = document.querySelector('[data-testid="playground-output"]');
+		if (!out) return null;
+		return {
+			out: out,
+			steps: one(out, '[data-testid="playground-steps"]'),
+			outcome: one(out, '[data-testid="playground-outcome-area"]'),
+			progress: one(out, '[data-testid="playground-progress"]')
+		};
+	}
+
+	function csrfToken() {
+		var input = document.querySelector('form[data-playground] input[name="csrf_token"]') ||
+			document.querySelector('input[name="csrf_token"]');
+		return input ? input.value : '';
+	}
+
+	function clear(node) {
+		while (node && node.firstChild) node.removeChild(node.firstChild);
+	}
+
+	function disable(form) {
+		all(form, CONTROLS).forEach(function (c) {
+			if (c.disabled) setAttr(c, 'data-was-disabled', '');
+			c.disabled = true;
+		});
+		setAttr(form, 'aria-busy', 'true');
+	}
+
+	function enable(form) {
+		all(form, CONTROLS).forEach(function (c) {
+			if (hasAttr(c, 'data-was-disabled')) {
+				removeAttr(c, 'data-was-disabled');
+			} else {
+				c.disabled = false;
+			}
+		});
+		removeAttr(form, 'aria-busy');
+	}
+
+	// Progress: a count of the steps seen, and a subtle "still working"
+	// whenever a keepalive says the server is busy without news.
+	function progress(p, state) {
+		if (!p.progress) return;
+		p.progress.hidden = false;
+		clear(p.progress);
+		p.progress.appendChild(document.createTextNode('Running… ' + plural(state.steps, 'step', 'steps')));
+		if (state.keepalives > 0) {
+			p.progress.appendChild(el('span', { 'class': 'meta', 'data-testid': 'playground-keepalive',
+				'data-keepalives': state.keepalives }, ' · still working'));
+		}
+	}
+
+	function stopProgress(p) {
+		if (!p.progress) return;
+		p.progress.hidden = true;
+		clear(p.progress);
+	}
+
+	function stepItem(msg) {
+		var s = msg.step || {};
+		var kind = String(s.kind || '');
+		var seq = typeof msg.seq === 'number' ? msg.seq : s.seq;
+		return el('li', { 'class': 'event', 'data-testid': 'playground-step', 'data-seq': seq, 'data-kind': kind },
+			el('p', { 'class': 'event-head' },
+				el('span', { 'class': 'seq' }, '#' + seq),
+				el('strong', { 'class': 'kind' }, kind),
+				el('span', { 'class': 'round' }, 'round ' + (s.round || 0)),
+				typeof s.duration_ms === 'number' ? el('span', { 'class': 'duration' }, s.duration_ms + ' ms') : null),
+			s.content !== undefined && s.content !== null ? el('pre', {}, pretty(s.content)) : null);
+	}
+
+	function callsList(calls) {
+		var list = el('ul', { 'class': 'calls' });
+		(Array.isArray(calls) ? calls : []).forEach(function (c) {
+			list.appendChild(el('li', { 'class': 'call', 'data-testid': 'call', 'data-call-id': c.id || '' },
+				el('code', { 'class': 'tool' }, String(c.name || '')),
+				c.arguments !== undefined ? el('pre', {}, pretty(c.arguments)) : null));
+		});
+		return list;
+	}
+
+	function hidden(name, value) {
+		return el('input', { type: 'hidden', name: name, value: value || '' });
+	}
+
+	function runPath(id, action) {
+		return '/playground/runs/' + encodeURIComponent(String(id)) + '/' + action;
+	}
+
+	// resumeForm is the Approve/Deny form of templates/playground.templ. It
+	// is a real form: if the script cannot stream it, it submits natively.
+	function resumeForm(msg) {
+		return el('form', { method: 'post', action: runPath(msg.run_id, 'resume'), 'class': 'decide stack',
+			'data-playground': 'resume' },
+			hidden('csrf_token', csrfToken()),
+			hidden('turn_digest', msg.turn_digest),
+			el('fieldset', { 'class': 'scope' },
+				el('legend', {}, 'Approval scope'),
+				el('label', {}, el('input', { type: 'radio', name: 'scope', value: 'once', checked: true }), ' only this time'),
+				el('label', {}, el('input', { type: 'radio', name: 'scope', value: 'session' }), ' for the rest of this run')),
+			el('div', { 'class': 'field' },
+				el('label', { 'for': 'playground-reason' }, 'Reason ', el('span', { 'class': 'hint' }, '(optional)')),
+				el('textarea', { id: 'playground-reason', name: 'reason', rows: 2, maxlength: 2000 })),
+			el('div', { 'class': 'actions' },
+				el('button', { type: 'submit', name: 'decision', value: 'approve', 'class': 'primary' }, 'Approve'),
+				el('button', { type: 'submit', name: 'decision', value: 'deny', 'class': 'danger' }, 'Deny')));
+	}
+
+	// fields reads the top-level properties of an input schema the way
+	// runtime/schema.Fields does: the first type other than null, else
+	// string; enum values as text.
+	function fields(schema) {
+		var props = schema && typeof schema === 'object' && schema.properties && typeof schema.properties === 'object' ?
+			schema.properties : {};
+		var required = schema && Array.isArray(schema.required) ? schema.required : [];
+		return Object.keys(props).map(function (name) {
+			var p = props[name] && typeof props[name] === 'object' ? props[name] : {};
+			var type = p.type;
+			if (Array.isArray(type)) type = type.filter(function (t) { return t !== 'null'; })[0];
+			if (typeof type !== 'string') type = 'string';
+			return {
+				name: name,
+				title: typeof p.title === 'string' && p.title ? p.title : name,
+				description: typeof p.description === 'string' ? p.description : '',
+				type: type,
+				options: Array.isArray(p.enum) ? p.enum.map(function (v) { return typeof v === 'string' ? v : JSON.stringify(v); }) : null,
+				required: required.indexOf(name) >= 0,
+				minimum: typeof p.minimum === 'number' ? p.minimum : null,
+				maximum: typeof p.maximum === 'number' ? p.maximum : null
+			};
+		});
+	}
+
+	// control is one field's control, named after the property, like the
+	// server's inputField: a select for an enum, a checkbox for a boolean
+	// (never required: false must stay sayable), a number input for
+	// integers and numbers, else a text input.
+	function control(f, id, helpID) {
+		var common = { id: id, name: f.name, 'aria-describedby': helpID };
+		if (f.options) {
+			var select = el('select', Object.assign({ required: f.required }, common));
+			if (!f.required) select.appendChild(el('option', { value: '' }, '—'));
+			f.options.forEach(function (o) { select.appendChild(el('option', { value: o }, o)); });
+			return select;
+		}
+		switch (f.type) {
+		case 'boolean':
+			return el('input', Object.assign({ type: 'checkbox', value: 'true' }, common));
+		case 'integer':
+		case 'number':
+			return el('input', Object.assign({ type: 'number', required: f.required,
+				step: f.type === 'integer' ? '1' : 'any', inputmode: f.type === 'integer' ? 'numeric' : 'decimal',
+				min: f.minimum, max: f.maximum }, common));
+		default:
+			return el('input', Object.assign({ type: 'text', required: f.required }, common));
+		}
+	}
+
+	function inputForm(msg) {
+		var form = el('form', { method: 'post', action: runPath(msg.run_id, 'input'), 'class': 'answer stack',
+			'data-playground': 'input' },
+			hidden('csrf_token', csrfToken()),
+			hidden('turn_digest', msg.turn_digest));
+		fields(msg.schema).forEach(function (f) {
+			var id = 'run-' + msg.run_id + '-field-' + f.name;
+			var helpID = f.description ? id + '-help' : null;
+			var help = f.description ? el('p', { 'class': 'help', id: helpID }, f.description) : null;
+			var label = el('label', { 'for': id }, f.title, f.required && f.type !== 'boolean' ? el('span', { 'class': 'hint' }, ' (required)') : null);
+			var box;
+			if (f.type === 'boolean' && !f.options) {
+				box = el('div', { 'class': 'field field-check', 'data-field': f.name },
+					el('div', { 'class': 'check' }, control(f, id, helpID), label), help);
+			} else {
+				box = el('div', { 'class': 'field', 'data-field': f.name }, label, help, control(f, id, helpID));
+			}
+			form.appendChild(box);
+		});
+		form.appendChild(el('div', { 'class': 'actions' }, el('button', { type: 'submit', 'class': 'primary' }, 'Submit')));
+		return form;
+	}
+
+	// outcome renders a terminal line into the outcome area, replacing the
+	// form that was just sent.
+	function outcome(p, msg) {
+		var fourEyes = hasAttr(p.out, 'data-four-eyes');
+		var box = el('div', { 'class': 'card', 'data-testid': 'playground-outcome', 'data-event': msg.event, role: 'status' });
+		switch (msg.event) {
+		case 'done':
+			var usage = msg.usage || {};
+			box.appendChild(el('h3', {}, 'Done'));
+			box.appendChild(el('pre', { 'class': 'text', 'data-testid': 'playground-answer' }, String(msg.answer || '')));
+			box.appendChild(el('p', { 'class': 'meta' }, plural(msg.iterations || 0, 'iteration', 'iterations') + ' · ' +
+				(usage.input_tokens || 0) + ' input tokens · ' + (usage.output_tokens || 0) + ' output tokens'));
+			break;
+		case 'awaiting_approval':
+			box.appendChild(el('h3', {}, 'Waiting for approval'));
+			if (msg.note) box.appendChild(el('p', { 'class': 'warning', role: 'note', 'data-testid': 'run-note' }, String(msg.note)));
+			box.appendChild(callsList(msg.pending_calls));
+			if (fourEyes) {
+				box.appendChild(el('p', { 'class': 'four-eyes', 'data-testid': 'four-eyes' },
+					'This configuration needs a second approver, and you started the run: someone else decides it in the ',
+					el('a', { href: '/inbox' }, 'inbox'), '.'));
+			} else {
+				box.appendChild(resumeForm(msg));
+			}
+			break;
+		case 'awaiting_input':
+			box.appendChild(el('h3', {}, 'Waiting for input'));
+			box.appendChild(callsList(msg.pending_calls));
+			box.appendChild(inputForm(msg));
+			break;
+		case 'cancelled':
+			box.appendChild(el('h3', {}, 'Cancelled'));
+			box.appendChild(el('p', {}, 'The run was cancelled.'));
+			break;
+		default:
+			box.appendChild(el('h3', {}, 'Stopped'));
+			box.appendChild(el('p', { 'class': 'form-error', role: 'alert', 'data-testid': 'playground-error',
+				'data-code': msg.code || '' }, String(msg.message || 'The run stopped.')));
+		}
+		if (msg.run_id) {
+			setAttr(p.out, 'data-run-id', msg.run_id);
+			box.appendChild(el('p', { 'class': 'meta' }, el('a', { href: '/runs/' + encodeURIComponent(String(msg.run_id)) }, 'Run #' + msg.run_id + ' in full')));
+		}
+		clear(p.outcome);
+		p.outcome.appendChild(box);
+	}
+
+	// showError puts a message (a refusal, a broken stream) above the form
+	// it concerns, or in the outcome area.
+	function showError(form, p, message) {
+		var box = el('p', { 'class': 'form-error', role: 'alert', 'data-testid': 'playground-refusal' }, message);
+		if (form && form.parentNode && form.isConnected) {
+			form.parentNode.insertBefore(box, form);
+		} else {
+			clear(p.outcome);
+			p.outcome.appendChild(box);
+		}
+	}
+
+	function clearErrors(form) {
+		var scope = form.parentNode || form;
+		all(scope, '[data-testid="playground-refusal"]').forEach(function (n) { n.remove(); });
+		all(form, '[data-testid="field-error"]').forEach(function (n) { n.remove(); });
+		all(form, '[aria-invalid]').forEach(function (n) { removeAttr(n, 'aria-invalid'); });
+		all(form, '.field.invalid').forEach(function (n) { n.classList.remove('invalid'); });
+	}
+
+	// fieldErrors marks the fields of a 422 refusal next to their controls.
+	function fieldErrors(form, errs) {
+		Object.keys(errs || {}).forEach(function (name) {
+			var ctl = null;
+			all(form, '[name]').forEach(function (c) {
+				if (!ctl && attr(c, 'name') === name && attr(c, 'type') !== 'hidden') ctl = c;
+			});
+			var msg = el('p', { 'class': 'field-error', 'data-testid': 'field-error', 'data-field': name }, String(errs[name]));
+			if (!ctl) {
+				var actions = one(form, '.actions');
+				if (actions) actions.before(msg); else form.appendChild(msg);
+				return;
+			}
+			setAttr(ctl, 'aria-invalid', 'true');
+			var field = closest(ctl, '.field');
+			if (field) {
+				field.classList.add('invalid');
+				field.appendChild(msg);
+			} else {
+				ctl.after(msg);
+			}
+		});
+	}
+
+	// refusal shows what the server refused: its JSON error message, with
+	// field errors for invalid input; or, for a page that is not JSON (an
+	// expired CSRF token, a signed-out session), what to do about it.
+	async function refusal(response, form, p) {
+		if (response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400)) {
+			showError(form, p, 'You are signed out. Reload the page and sign in again.');
+			return;
+		}
+		var body = null;
+		try {
+			body = await response.json();
+		} catch (e) {
+			body = null;
+		}
+		var err = body && body.error;
+		if (err && err.message) {
+			showError(form, p, err.message);
+			if (err.fields) fieldErrors(form, err.fields);
+			return;
+		}
+		showError(form, p, response.status === 403 ?
+			'The request was refused: the form expired. Reload the page and try again.' :
+			'The request failed (' + response.status + '). Reload the page and try again.');
+	}
+
+	// follow reads the NDJSON stream line by line; it answers true when a
+	// terminal line arrived.
+	async function follow(response, p) {
+		var state = { steps: 0, keepalives: 0, done: false };
+		var decoder = new TextDecoder();
+		var buffered = '';
+		function handle(line) {
+			var msg;
+			try {
+				msg = JSON.parse(line);
+			} catch (e) {
+				return;
+			}
+			if (!msg || typeof msg !== 'object') return;
+			switch (msg.event) {
+			case 'step':
+				state.steps++;
+				state.keepalives = 0;
+				p.steps.appendChild(stepItem(msg));
+				progress(p, state);
+				break;
+			case 'keepalive':
+				state.keepalives++;
+				progress(p, state);
+				break;
+			default:
+				state.done = true;
+				stopProgress(p);
+				outcome(p, msg);
+			}
+		}
+		function lines(chunk, last) {
+			buffered += chunk;
+			var got = buffered.split('\n');
+			buffered = last ? '' : got.pop();
+			got.forEach(function (l) {
+				l = l.trim();
+				if (l && !state.done) handle(l);
+			});
+		}
+		progress(p, state);
+		if (!response.body || typeof response.body.getReader !== 'function') {
+			lines(await response.text(), true);
+			return state.done;
+		}
+		var reader = response.body.getReader();
+		for (;;) {
+			var r = await reader.read();
+			if (r.done) {
+				lines(decoder.decode(), true);
+				return state.done;
+			}
+			lines(decoder.decode(r.value, { stream: true }), false);
+			if (state.done) {
+				reader.cancel().catch(function () {});
+				return true;
+			}
+		}
+	}
+
+	async function send(form, submitter) {
+		var p = parts();
+		var kind = attr(form, 'data-playground');
+		var data = new FormData(form);
+		if (submitter && submitter.name) data.append(submitter.name, submitter.value);
+		var body = new URLSearchParams(data);
+		body.set('stream', '1');
+		var action = new URL(attr(form, 'action') || '', window.location.href).href;
+
+		clearErrors(form);
+		if (kind === 'start') {
+			// A new run: a fresh output, and whether its configuration lets
+			// the admin who starts it approve it.
+			var option = one(form, 'select[name="configuration"] option:checked');
+			if (option && hasAttr(option, 'data-four-eyes')) {
+				setAttr(p.out, 'data-four-eyes', '');
+			} else {
+				removeAttr(p.out, 'data-four-eyes');
+			}
+			removeAttr(p.out, 'data-run-id');
+			clear(p.steps);
+			clear(p.outcome);
+			all(p.out, '[data-testid="playground-run"]').forEach(function (n) { n.remove(); });
+		}
+		disable(form);
+
+		var response;
+		try {
+			response = await window.fetch(action, {
+				method: 'POST',
+				body: body,
+				headers: { 'Accept': 'application/x-ndjson' },
+				redirect: 'manual',
+				credentials: 'same-origin'
+			});
+		} catch (e) {
+			enable(form);
+			showError(form, p, 'The server could not be reached. Try again.');
+			return;
+		}
+		var type = response.headers.get('Content-Type') || '';
+		if (response.status !== 200 || type.indexOf('application/x-ndjson') !== 0) {
+			enable(form);
+			await refusal(response, form, p);
+			return;
+		}
+		var finished = false;
+		try {
+			finished = await follow(response, p);
+		} catch (e) {
+			finished = false;
+		}
+		if (!finished) {
+			// The run goes on server-side whatever happens to the stream.
+			stopProgress(p);
+			var id = attr(p.out, 'data-run-id');
+			clear(p.outcome);
+			p.outcome.appendChild(el('p', { 'class': 'form-error', role: 'alert', 'data-testid': 'playground-refusal' },
+				'The connection broke before the run paused or finished; it goes on on the server.',
+				id ? el('span', {}, ' See ', el('a', { href: '/runs/' + encodeURIComponent(id) }, 'run #' + id), '.') : null));
+		}
+		if (kind === 'start') enable(form);
+	}
+
+	document.addEventListener('click', function (event) {
+		var button = event.target instanceof Element ? closest(event.target, 'button, input[type="submit"]') : null;
+		if (button && button.form) lastButton.set(button.form, button);
+	}, true);
+
+	document.addEventListener('submit', function (event) {
+		var form = event.target;
+		if (!(form instanceof HTMLFormElement) || !hasAttr(form, 'data-playground')) return;
+		if (event.defaultPrevented || !parts()) return;
+		event.preventDefault();
+		if (busy.has(form)) return;
+		busy.add(form);
+		var submitter = event.submitter !== undefined ? event.submitter : lastButton.get(form) || null;
+		send(form, submitter).finally(function () { busy.delete(form); });
+	});
+
+	// A page restored from the back/forward cache still shows forms frozen
+	// mid-submission; make them usable again.
+	window.addEventListener('pageshow', function (event) {
+		if (!event.persisted) return;
+		all(document.documentElement, 'form[data-playground]').forEach(function (form) {
+			busy.delete(form);
+			enable(form);
+		});
+	});
+}());
