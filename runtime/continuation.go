@@ -394,8 +394,12 @@ func (c *Continuation) round(ctx context.Context) error {
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	start := time.Now()
+	var onDelta func(string)
+	if d, ok := c.obs.(DeltaObserver); ok {
+		onDelta = d.OnDelta
+	}
 	res, err := provider.Round(ctx, RoundRequest{Round: c.state.Iterations + 1, Model: c.cfg.Provider.Model,
-		Messages: c.state.Messages, Tools: specs}, nil)
+		Messages: c.state.Messages, Tools: specs}, onDelta)
 	if err != nil {
 		return providerError{err}
 	}

@@ -46,6 +46,14 @@ type Observer interface {
 	OnStep(Step)
 }
 
+// DeltaObserver is an Observer that also wants the provider's text as it
+// streams, before the round is recorded as a step. It is called on the
+// continuation's goroutine.
+type DeltaObserver interface {
+	Observer
+	OnDelta(text string)
+}
+
 // ObserverFunc adapts a function to Observer.
 type ObserverFunc func(Step)
 

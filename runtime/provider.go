@@ -62,9 +62,10 @@ type ToolSpec struct {
 }
 
 // ToolSource brings tools a configuration names beyond the built-in ones,
-// such as an MCP server's. Tools is called when a continuation starts; an
-// error leaves the run with the built-in tools only (a call of a missing
-// tool becomes an error result the model sees).
+// such as an MCP server's. Tools is called when a continuation starts. An
+// error is logged, and the tools returned with it are still offered (a
+// source of several servers returns those it reached); a call of a missing
+// tool becomes an error result the model sees.
 type ToolSource interface {
 	Tools(ctx context.Context, cfg *Configuration) ([]Tool, error)
 }

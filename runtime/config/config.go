@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
+	"github.com/turnstile-dev/turnstile/runtime/tool/mcp"
 )
 
 // The provider types a configuration may name.
@@ -27,8 +29,14 @@ var identifierPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,99}$`)
 // twice, a value of the wrong type, a missing or malformed identifier, a
 // tool that knownTool does not know (knownTool may be nil: no check), a tool
 // policy for a tool outside `tools`, an error in an inline script (whose
-// calls must name tools of `tools`), and the rules of
-// runtime.Configuration.Normalize.
+// calls must name tools of `tools`), a malformed `mcp_servers` entry, and
+// the rules of runtime.Configuration.Normalize.
+//
+// The tools of an MCP server are only known when a run starts, so they are
+// named by the name the model sees, "<server>__<tool>" (mcp.ToolName): a
+// tool policy or a scripted call may name any such tool of a server the
+// configuration lists (for a meta_tool server, only its discover,
+// describe_tool and execute), and `tools` may name none.
 func Parse(filename string, data []byte, knownTool func(string) bool) (*runtime.Configuration, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -150,7 +158,10 @@ func (p *parser) stringList(e entry) ([]string, error) {
 var topKeys = []string{
 	"identifier", "name", "active", "provider", "system_prompt", "tools",
 	"max_iterations", "require_second_approver", "privacy_level", "tool_policies",
+	"mcp_servers",
 }
+
+var mcpServerKeys = []string{"name", "url", "headers", "requires_approval", "meta_tool"}
 
 var providerKeys = []string{"type", "model", "base_url", "api_key_env", "script"}
 
@@ -212,13 +223,18 @@ func (p *parser) configuration(doc *yaml.Node) (*runtime.Configuration, error) {
 			return nil, p.errorf(e.value, "max_iterations must be between 1 and %d, not 0", runtime.MaxIterationsCeiling)
 		}
 	}
+	if e, ok := top["mcp_servers"]; ok {
+		if cfg.MCPServers, err = p.mcpServers(e); err != nil {
+			return nil, err
+		}
+	}
 	if e, ok := top["tools"]; ok {
-		if cfg.Tools, err = p.tools(e); err != nil {
+		if cfg.Tools, err = p.tools(e, cfg.MCPServers); err != nil {
 			return nil, err
 		}
 	}
 	if e, ok := top["tool_policies"]; ok {
-		if cfg.ToolPolicies, err = p.policies(e, cfg.Tools); err != nil {
+		if cfg.ToolPolicies, err = p.policies(e, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -251,7 +267,7 @@ func lineOf(err error, identifier string, top map[string]entry, root *yaml.Node)
 	return root
 }
 
-func (p *parser) tools(e entry) ([]string, error) {
+func (p *parser) tools(e entry, servers []runtime.MCPServer) ([]string, error) {
 	list, err := p.stringList(e)
 	if err != nil {
 		return nil, err
@@ -263,6 +279,9 @@ func (p *parser) tools(e entry) ([]string, error) {
 			return nil, p.errorf(n, "tool %q is listed twice", name)
 		}
 		seen[name] = true
+		if server, _, ok := mcp.SplitToolName(name); ok && hasServer(servers, server) {
+			return nil, p.errorf(n, "tool %q belongs to mcp server %s, whose tools are offered without being listed in tools", name, server)
+		}
 		if p.knownTool != nil && !p.knownTool(name) {
 			return nil, p.errorf(n, "unknown tool %q", name)
 		}
@@ -270,7 +289,31 @@ func (p *parser) tools(e entry) ([]string, error) {
 	return list, nil
 }
 
-func (p *parser) policies(e entry, tools []string) (map[string]runtime.ToolPolicy, error) {
+// isMCPTool reports whether name can name a tool of one of cfg's MCP
+// servers.
+func isMCPTool(cfg *runtime.Configuration, name string) bool {
+	server, _, ok := mcp.SplitToolName(name)
+	if !ok {
+		return false
+	}
+	for _, s := range cfg.MCPServers {
+		if s.Name == server {
+			return mcp.CanName(s.Name, s.MetaTool, name)
+		}
+	}
+	return false
+}
+
+func hasServer(servers []runtime.MCPServer, name string) bool {
+	for _, s := range servers {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parser) policies(e entry, cfg *runtime.Configuration) (map[string]runtime.ToolPolicy, error) {
 	if isNull(e.value) {
 		return nil, nil
 	}
@@ -283,8 +326,11 @@ func (p *parser) policies(e entry, tools []string) (map[string]runtime.ToolPolic
 	for i := 0; i < len(e.value.Content); i += 2 {
 		name := e.value.Content[i].Value
 		pe := m[name]
-		if !contains(tools, name) {
-			return nil, p.errorf(pe.key, "tool_policies names %q, which is not in tools", name)
+		if !contains(cfg.Tools, name) && !isMCPTool(cfg, name) {
+			if server, _, ok := mcp.SplitToolName(name); ok && hasServer(cfg.MCPServers, server) {
+				return nil, p.errorf(pe.key, "tool_policies names %q, which mcp server %s cannot offer", name, server)
+			}
+			return nil, p.errorf(pe.key, "tool_policies names %q, which is not in tools (a tool of an mcp server is named <server>__<tool>)", name)
 		}
 		var pol runtime.ToolPolicy
 		if !isNull(pe.value) {
@@ -353,7 +399,7 @@ func (p *parser) provider(e entry, cfg *runtime.Configuration) error {
 	case !hasScript:
 		return nil
 	}
-	inTools := func(name string) bool { return contains(cfg.Tools, name) }
+	inTools := func(name string) bool { return contains(cfg.Tools, name) || isMCPTool(cfg, name) }
 	s, err := scripted.FromNode(p.file, se.value, inTools)
 	if err != nil {
 		return err
@@ -362,4 +408,123 @@ func (p *parser) provider(e entry, cfg *runtime.Configuration) error {
 		return p.errorf(se.value, "%s", err.Error())
 	}
 	return nil
+}
+
+func (p *parser) mcpServers(e entry) ([]runtime.MCPServer, error) {
+	if isNull(e.value) {
+		return nil, nil
+	}
+	if e.value.Kind != yaml.SequenceNode {
+		return nil, p.errorf(e.value, "mcp_servers must be a list of servers")
+	}
+	var out []runtime.MCPServer
+	first := map[string]int{}
+	for _, n := range e.value.Content {
+		n = resolve(n)
+		srv, err := p.mcpServer(n)
+		if err != nil {
+			return nil, err
+		}
+		if line, ok := first[srv.Name]; ok {
+			return nil, p.errorf(n, "mcp server %q is listed twice (first on line %d)", srv.Name, line)
+		}
+		first[srv.Name] = n.Line
+		out = append(out, srv)
+	}
+	return out, nil
+}
+
+func (p *parser) mcpServer(n *yaml.Node) (runtime.MCPServer, error) {
+	var srv runtime.MCPServer
+	fields, err := p.mapping(n, "an mcp server", mcpServerKeys...)
+	if err != nil {
+		return srv, err
+	}
+	f, ok := fields["name"]
+	if ok {
+		if srv.Name, err = p.str(f); err != nil {
+			return srv, err
+		}
+	}
+	if !ok || srv.Name == "" {
+		return srv, p.errorf(n, "an mcp server needs a name")
+	}
+	if err := mcp.CheckServerName(srv.Name); err != nil {
+		return srv, p.errorf(f.value, "%s", err.Error())
+	}
+	f, ok = fields["url"]
+	if ok {
+		if srv.URL, err = p.str(f); err != nil {
+			return srv, err
+		}
+	}
+	if !ok || srv.URL == "" {
+		return srv, p.errorf(n, "mcp server %s needs a url", srv.Name)
+	}
+	if err := checkURL(srv.URL); err != nil {
+		return srv, p.errorf(f.value, "the url of mcp server %s: %s", srv.Name, err.Error())
+	}
+	if f, ok := fields["headers"]; ok && !isNull(f.value) {
+		if srv.Headers, err = p.headers(f, srv.Name); err != nil {
+			return srv, err
+		}
+	}
+	if f, ok := fields["requires_approval"]; ok && !isNull(f.value) {
+		b, err := p.boolean(f)
+		if err != nil {
+			return srv, err
+		}
+		srv.RequiresApproval = &b
+	}
+	if f, ok := fields["meta_tool"]; ok && !isNull(f.value) {
+		if srv.MetaTool, err = p.boolean(f); err != nil {
+			return srv, err
+		}
+	}
+	return srv, nil
+}
+
+// checkURL checks a URL that names no environment variable in full; one
+// that does is checked when the server is reached.
+func checkURL(s string) error {
+	if err := mcp.CheckTemplate(s); err != nil {
+		return err
+	}
+	if strings.Contains(s, "${") {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http or https URL", s)
+	}
+	return nil
+}
+
+func (p *parser) headers(e entry, server string) (map[string]string, error) {
+	m, err := p.mapping(e.value, "the headers of mcp server "+server)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	seen := map[string]int{}
+	for i := 0; i < len(e.value.Content); i += 2 {
+		k := e.value.Content[i]
+		h := m[k.Value]
+		if err := mcp.CheckHeaderName(k.Value); err != nil {
+			return nil, p.errorf(k, "%s", err.Error())
+		}
+		canonical := strings.ToLower(k.Value)
+		if line, ok := seen[canonical]; ok {
+			return nil, p.errorf(k, "header %s is given twice (first on line %d)", k.Value, line)
+		}
+		seen[canonical] = k.Line
+		if isNull(h.value) || h.value.Kind != yaml.ScalarNode {
+			return nil, p.errorf(h.value, "header %s must be a string", k.Value)
+		}
+		if err := mcp.CheckTemplate(h.value.Value); err != nil {
+			return nil, p.errorf(h.value, "header %s: %s", k.Value, err.Error())
+		}
+		out[k.Value] = h.value.Value
+	}
+	return out, nil
 }

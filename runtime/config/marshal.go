@@ -23,6 +23,15 @@ type file struct {
 	RequireSecondApprover bool                  `yaml:"require_second_approver"`
 	PrivacyLevel          runtime.PrivacyLevel  `yaml:"privacy_level,omitempty"`
 	ToolPolicies          map[string]toolPolicy `yaml:"tool_policies,omitempty"`
+	MCPServers            []mcpServer           `yaml:"mcp_servers,omitempty"`
+}
+
+type mcpServer struct {
+	Name             string            `yaml:"name"`
+	URL              string            `yaml:"url"`
+	Headers          map[string]string `yaml:"headers,omitempty"`
+	RequiresApproval *bool             `yaml:"requires_approval,omitempty"`
+	MetaTool         bool              `yaml:"meta_tool,omitempty"`
 }
 
 type provider struct {
@@ -72,6 +81,9 @@ func Marshal(cfg *runtime.Configuration) ([]byte, error) {
 		for name, pol := range cfg.ToolPolicies {
 			f.ToolPolicies[name] = toolPolicy(pol)
 		}
+	}
+	for _, srv := range cfg.MCPServers {
+		f.MCPServers = append(f.MCPServers, mcpServer(srv))
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)

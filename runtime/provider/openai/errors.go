@@ -1,0 +1,145 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+)
+
+// StatusError is a request the endpoint refused with an HTTP status, after
+// the retries that status allows.
+type StatusError struct {
+	StatusCode int
+	// Message is the provider's own explanation, if it gave one.
+	Message string
+}
+
+// Error reads "openai: 429 Too Many Requests: Rate limit reached …".
+func (e *StatusError) Error() string {
+	s := fmt.Sprintf("openai: %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+var (
+	// errRoundTimeout is the cause of a round's own deadline, which tells it
+	// apart from the caller's.
+	errRoundTimeout = errors.New("openai: round timeout")
+	errCut          = errors.New("the stream ended before [DONE]")
+)
+
+// failure explains why a round failed: ctx is the caller's context, rctx
+// the round's.
+func (p *Provider) failure(ctx, rctx context.Context, err error) error {
+	var apiErr *sdk.Error
+	var streamErr *ssestream.StreamError
+	switch {
+	case ctx.Err() != nil:
+		err = fmt.Errorf("openai: %w", ctx.Err())
+	case errors.Is(context.Cause(rctx), errRoundTimeout):
+		err = fmt.Errorf("openai: no complete reply within %s: %w", p.timeout, context.DeadlineExceeded)
+	case errors.As(err, &apiErr):
+		err = &StatusError{StatusCode: apiErr.StatusCode, Message: apiErr.Message}
+	case errors.As(err, &streamErr):
+		err = fmt.Errorf("openai: the stream reported an error: %s", streamMessage(streamErr))
+	case errors.Is(err, errCut), errors.Is(err, io.ErrUnexpectedEOF):
+		err = fmt.Errorf("openai: the stream broke off: %w", err)
+	default:
+		err = fmt.Errorf("openai: %w", err)
+	}
+	return p.clean(err)
+}
+
+// streamMessage is the message of an error event inside a stream, or the
+// event's data when it has none.
+func streamMessage(e *ssestream.StreamError) string {
+	var ev struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(e.Event.Data, &ev) == nil && ev.Error.Message != "" {
+		return ev.Error.Message
+	}
+	return strings.TrimSpace(string(e.Event.Data))
+}
+
+// clean makes sure that no error leaves the provider with the key in it:
+// some endpoints echo the key they refused ("Incorrect API key provided:
+// sk-…"), and errors end up on pages and in logs.
+func (p *Provider) clean(err error) error {
+	if err == nil || p.key == "" || !strings.Contains(err.Error(), p.key) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), p.key, "[redacted]"))
+}
+
+// doneWatcher notes whether a response's SSE body carried the data: [DONE]
+// line. The SDK's stream ends without an error both at [DONE] and when the
+// body simply ends (a proxy that closes an upstream cleanly, say), and only
+// the first is a complete reply.
+type doneWatcher struct {
+	body *doneReader
+}
+
+// middleware wraps the body of each attempt; the last attempt's is the one
+// the stream reads. The SDK runs attempts on the caller's goroutine, before
+// the stream is read, so no lock is needed.
+func (w *doneWatcher) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if err == nil && res != nil && res.Body != nil {
+		w.body = &doneReader{ReadCloser: res.Body}
+		res.Body = w.body
+	}
+	return res, err
+}
+
+func (w *doneWatcher) sawDone() bool { return w.body != nil && w.body.done }
+
+// maxLine is how much of a line doneReader keeps: enough to recognise
+// "data: [DONE]".
+const maxLine = 16
+
+type doneReader struct {
+	io.ReadCloser
+	line []byte
+	done bool
+}
+
+func (r *doneReader) Read(b []byte) (int, error) {
+	n, err := r.ReadCloser.Read(b)
+	for _, c := range b[:n] {
+		if r.done {
+			break
+		}
+		if c == '\n' || c == '\r' {
+			r.done = isDone(r.line)
+			r.line = r.line[:0]
+			continue
+		}
+		if len(r.line) < maxLine {
+			r.line = append(r.line, c)
+		}
+	}
+	return n, err
+}
+
+// isDone reports whether an SSE line is the data field [DONE], read the way
+// the SDK's decoder reads it.
+func isDone(line []byte) bool {
+	s, ok := strings.CutPrefix(string(line), "data:")
+	if !ok {
+		return false
+	}
+	return strings.HasPrefix(strings.TrimPrefix(s, " "), "[DONE]")
+}
