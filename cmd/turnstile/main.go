@@ -48,9 +48,17 @@ Commands:
   token     create, revoke or list API bearer tokens (token create --user N
             --scopes run:start,run:read,run:decide,run:cancel [--ttl 720h] prints only
             the token, once; token revoke --id N; token list)
+  config    manage agent configurations as YAML files (config apply FILE.yaml
+            creates or updates one; config list; config export IDENTIFIER
+            prints one in the format apply reads)
 
 Run "turnstile <command> --help" for a command's flags; every flag can also
 be set through the environment variable shown beside it.
+
+TURNSTILE_STATE_KEYS=id:base64key[,id:base64key…] encrypts suspended runs and
+transcripts with AES-GCM under the first key; the others still decrypt, so a
+new key goes in front of the old ones. It is read from the environment only.
+Without it, state is stored as plain JSON.
 `
 
 // run is main without the process: it returns errors instead of exiting,
@@ -72,6 +80,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return user(ctx, args[1:], e)
 	case "token":
 		return token(ctx, args[1:], e)
+	case "config":
+		return configCommand(ctx, args[1:], e)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
+	"github.com/turnstile-dev/turnstile/runtime/provider/all"
 	"github.com/turnstile-dev/turnstile/runtime/schema"
+	"github.com/turnstile-dev/turnstile/runtime/seal"
 	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
+	"github.com/turnstile-dev/turnstile/runtime/tool/mcp"
 	"github.com/turnstile-dev/turnstile/store"
 )
 
@@ -23,32 +26,78 @@ type app struct {
 	store  *store.Store
 	tools  map[string]runtime.Tool
 	engine *runtime.Engine
+	mcp    *mcp.Source
 	log    *slog.Logger
 }
 
-// dbFlags are the flags of every command that opens the database.
+// stateKeysVar holds the keys that encrypt run state at rest,
+// "id:base64key,…", the first of which encrypts (see package seal). It is
+// read from the environment only and is no flag, since flags show in ps.
+const stateKeysVar = "TURNSTILE_STATE_KEYS"
+
+// dbFlags are the flags of every command that opens the database, and what
+// open reads beside them.
 type dbFlags struct {
 	dsn   string
 	lease time.Duration
+	// command names the command, and getenv is its environment: open reads
+	// TURNSTILE_STATE_KEYS from it.
+	command string
+	getenv  func(string) string
 }
 
 func (d *dbFlags) register(fs *flagSet) {
 	fs.StringVar(&d.dsn, "dsn", "", "MySQL DSN in go-sql-driver syntax, e.g. root@tcp(127.0.0.1:3306)/turnstile")
 	fs.DurationVar(&d.lease, "lease", runtime.DefaultLease, "how long a claim holds without renewal before another holder may take the run over")
+	d.command, d.getenv = fs.Name(), fs.env.getenv
 }
 
+// runsAgents reports whether the command runs agent runs, and so whether
+// it says at start how their state is stored.
+func (d *dbFlags) runsAgents() bool { return d.command == "serve" || d.command == "work" }
+
+// newLogger returns the JSON logger every command logs through; it redacts
+// credentials (see redactAttr) from every record.
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l, ReplaceAttr: redactAttr})), nil
+}
+
+// sealer returns the keyring of TURNSTILE_STATE_KEYS, or nil (plain JSON)
+// when it is unset. A malformed value is an error that never repeats a key.
+func (d *dbFlags) sealer(log *slog.Logger) (runtime.Sealer, error) {
+	spec := ""
+	if d.getenv != nil {
+		spec = d.getenv(stateKeysVar)
+	}
+	if strings.TrimSpace(spec) == "" {
+		if d.runsAgents() {
+			log.Warn("state is stored unencrypted",
+				"hint", "set "+stateKeysVar+"=id:base64key (16, 24 or 32 bytes) to encrypt suspended runs and transcripts with AES-GCM")
+		}
+		return nil, nil
+	}
+	k, err := seal.Parse(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", stateKeysVar, err)
+	}
+	if d.runsAgents() {
+		log.Info("state is encrypted at rest", "sealing_key_id", k.SealingKey(), "key_ids", k.Keys())
+	}
+	return k, nil
 }
 
 // open connects, migrates, and wires the engine.
 func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 	if d.dsn == "" {
 		return nil, errors.New("no database: set --dsn or TURNSTILE_DSN (make run and make test find or start one)")
+	}
+	sealer, err := d.sealer(log)
+	if err != nil {
+		return nil, err
 	}
 	db, err := store.Open(ctx, d.dsn)
 	if err != nil {
@@ -60,9 +109,10 @@ func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 	}
 	st := store.New(db)
 	tools := builtin.Registry(builtin.Tools(st)...)
-	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Providers: scripted.Factory,
-		Validator: schema.New(), Lease: d.lease, Logger: log})
-	return &app{db: db, store: st, tools: tools, engine: eng, log: log}, nil
+	src := mcp.NewSource(mcp.Options{Getenv: d.getenv, Logger: log})
+	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Source: src, Providers: all.Factory,
+		Validator: schema.New(), Sealer: sealer, Lease: d.lease, Logger: log})
+	return &app{db: db, store: st, tools: tools, engine: eng, mcp: src, log: log}, nil
 }
 
 func (a *app) knownTool(name string) bool {
@@ -70,4 +120,8 @@ func (a *app) knownTool(name string) bool {
 	return ok
 }
 
-func (a *app) close() { a.db.Close() }
+// close ends the MCP sessions, then the database pool.
+func (a *app) close() {
+	a.mcp.Close()
+	a.db.Close()
+}

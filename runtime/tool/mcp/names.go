@@ -116,6 +116,11 @@ func CheckTemplate(s string) error {
 		if !envName.MatchString(name) {
 			return fmt.Errorf("${%s} does not name an environment variable", name)
 		}
+		// Turnstile's own settings (the database DSN, the state keys) must
+		// never travel to an external server.
+		if strings.HasPrefix(strings.ToUpper(name), "TURNSTILE_") {
+			return fmt.Errorf("${%s}: Turnstile's own variables cannot be sent to an MCP server", name)
+		}
 		rest = after
 	}
 }

@@ -81,12 +81,14 @@ func TestCanName(t *testing.T) {
 
 func TestCheckTemplate(t *testing.T) {
 	for s, want := range map[string]string{
-		"Bearer ${TOKEN}":      "",
-		"${A}${B_2}":           "",
-		"plain":                "",
-		"Bearer ${TOKEN":       "${ without a closing }",
-		"Bearer ${}":           "${} does not name an environment variable",
-		"Bearer ${TOKEN-NAME}": "${TOKEN-NAME} does not name an environment variable",
+		"Bearer ${TOKEN}":         "",
+		"${A}${B_2}":              "",
+		"plain":                   "",
+		"Bearer ${TOKEN":          "${ without a closing }",
+		"Bearer ${}":              "${} does not name an environment variable",
+		"Bearer ${TOKEN-NAME}":    "${TOKEN-NAME} does not name an environment variable",
+		"${TURNSTILE_DSN}":        "${TURNSTILE_DSN}: Turnstile's own variables cannot be sent to an MCP server",
+		"${turnstile_state_keys}": "${turnstile_state_keys}: Turnstile's own variables cannot be sent to an MCP server",
 	} {
 		err := mcp.CheckTemplate(s)
 		if got := fmt.Sprint(err); (want == "" && err != nil) || (want != "" && got != want) {

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/store"
+	"github.com/turnstile-dev/turnstile/store/dbtest"
+)
+
+const agentYAML = `identifier: helpdesk
+name: Helpdesk agent
+system_prompt: You help.
+provider:
+  type: scripted
+  script:
+    rounds:
+      - text: "Looking."
+        tool_calls:
+          - name: lookup_order
+            arguments: {order_id: "${order_id}"}
+      - text: "Done."
+tools: [lookup_order, refund_order]
+max_iterations: 4
+tool_policies:
+  refund_order: {grant: refunds}
+`
+
+// writeFile writes a file into the test's directory and returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// storedConfigs is the configurations table as a test compares it: every
+// row with its definition and its last update.
+func storedConfigs(t *testing.T, db *sqlx.DB) []string {
+	t.Helper()
+	var rows []string
+	if err := db.Select(&rows, `SELECT CONCAT(identifier, ' ', active, ' ', CAST(updated_at AS CHAR), ' ', definition)
+		FROM configurations ORDER BY identifier`); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestConfigApplyListExport: apply creates, list shows, export writes what
+// apply reads back to the same definition, and applying an export again
+// writes nothing.
+func TestConfigApplyListExport(t *testing.T) {
+	db, dsn := dbtest.New(t)
+	ctx := context.Background()
+	file := writeFile(t, "helpdesk.yaml", agentYAML)
+
+	stdout, stderr, err := turnstile(t, dsn, "config", "apply", file)
+	if err != nil || stdout != "configuration helpdesk created\n" {
+		t.Fatalf("config apply = %q, %v (stderr %q); want created", stdout, err, stderr)
+	}
+	if stderr != "" {
+		t.Errorf("config apply stderr = %q, want nothing", stderr)
+	}
+
+	stdout, _, err = turnstile(t, dsn, "config", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "IDENTIFIER") {
+		t.Fatalf("config list = %q, want a header and one row", stdout)
+	}
+	if got := strings.Fields(lines[1]); !reflect.DeepEqual(got, []string{"helpdesk", "Helpdesk", "agent", "yes", "scripted", "lookup_order,refund_order"}) {
+		t.Errorf("config list row = %q", got)
+	}
+
+	exported, _, err := turnstile(t, dsn, "config", "export", "helpdesk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := store.New(db).ConfigurationByIdentifier(ctx, "helpdesk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reread, err := config.Parse("export.yaml", []byte(exported), nil)
+	if err != nil {
+		t.Fatalf("the export does not parse: %v\n%s", err, exported)
+	}
+	reread.ID = stored.ID
+	if !reflect.DeepEqual(reread, stored) {
+		t.Errorf("export read back:\n got %+v\nwant %+v", reread, stored)
+	}
+
+	before := storedConfigs(t, db)
+	stdout, _, err = turnstile(t, dsn, "config", "apply", writeFile(t, "export.yaml", exported))
+	if err != nil || stdout != "configuration helpdesk unchanged\n" {
+		t.Errorf("apply of the export = %q, %v; want unchanged", stdout, err)
+	}
+	if after := storedConfigs(t, db); !reflect.DeepEqual(after, before) {
+		t.Errorf("applying the export changed the table:\nbefore %q\nafter  %q", before, after)
+	}
+
+	// An edit is an update of the same row; flags may follow the file.
+	edited := strings.Replace(exported, "max_iterations: 4", "max_iterations: 6", 1)
+	var out, errOut bytes.Buffer
+	err = run(ctx, []string{"config", "apply", "-", "--dsn", dsn}, func(string) string { return "" }, strings.NewReader(edited), &out, &errOut)
+	if err != nil || out.String() != "configuration helpdesk updated\n" {
+		t.Fatalf("config apply - = %q, %v (stderr %q); want updated", out.String(), err, errOut.String())
+	}
+	updated, err := store.New(db).ConfigurationByIdentifier(ctx, "helpdesk")
+	if err != nil || updated.ID != stored.ID || updated.MaxIterations != 6 {
+		t.Errorf("after the update: %+v, %v; want id %d with max_iterations 6", updated, err, stored.ID)
+	}
+
+	if _, _, err := turnstile(t, dsn, "config", "export", "nobody"); err == nil || !strings.Contains(err.Error(), `no configuration "nobody"`) {
+		t.Errorf("export of an unknown identifier = %v, want no configuration", err)
+	}
+}
+
+// TestConfigApplyBrokenFile: a file that does not validate is refused with
+// its file and line, and the table is left as it was, whether the
+// configuration is new or exists.
+func TestConfigApplyBrokenFile(t *testing.T) {
+	db, dsn := dbtest.New(t)
+	if _, _, err := turnstile(t, dsn, "config", "apply", writeFile(t, "helpdesk.yaml", agentYAML)); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(pairs ...string) func(string) string {
+		return func(s string) string {
+			for i := 0; i+1 < len(pairs); i += 2 {
+				s = strings.Replace(s, pairs[i], pairs[i+1], 1)
+			}
+			return s
+		}
+	}
+	tests := []struct {
+		name string
+		edit func(string) string
+		want string // the error's beginning, "broken.yaml" standing for the path
+	}{
+		{"yaml syntax", edit("max_iterations: 4", "max_iterations: [4"), "broken.yaml:14: did not find expected ',' or ']'"},
+		{"unknown tool", edit("refund_order]", "refund_everything]"), `broken.yaml:13: unknown tool "refund_everything"`},
+		{"unknown key", edit("max_iterations: 4", "max_iteration: 4"), `broken.yaml:14: unknown key "max_iteration"`},
+		{"wrong type", edit("max_iterations: 4", "max_iterations: four"), "broken.yaml:14: max_iterations must be a whole number"},
+		{"new configuration, unknown tool in its script",
+			edit("identifier: helpdesk", "identifier: other", "- name: lookup_order", "- name: ask_nobody"),
+			`broken.yaml:10: unknown tool "ask_nobody"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := tt.edit(agentYAML)
+			if src == agentYAML {
+				t.Fatal("the edit changed nothing")
+			}
+			before := storedConfigs(t, db)
+			var count int
+			if err := db.Get(&count, `SELECT COUNT(*) FROM configurations`); err != nil {
+				t.Fatal(err)
+			}
+			path := writeFile(t, "broken.yaml", src)
+			stdout, _, err := turnstile(t, dsn, "config", "apply", path)
+			if err == nil || !strings.HasPrefix(err.Error(), strings.Replace(tt.want, "broken.yaml", path, 1)) {
+				t.Fatalf("config apply = %v, want an error starting %q", err, tt.want)
+			}
+			if stdout != "" {
+				t.Errorf("config apply of a broken file printed %q", stdout)
+			}
+			var after int
+			if err := db.Get(&after, `SELECT COUNT(*) FROM configurations`); err != nil {
+				t.Fatal(err)
+			}
+			if after != count || !reflect.DeepEqual(storedConfigs(t, db), before) {
+				t.Errorf("a broken file changed the table: %d rows before, %d after", count, after)
+			}
+		})
+	}
+}
+
+// TestConfigCommandThroughTheBinary: the error of a broken file reaches
+// standard error with its line, and the exit status says it failed.
+func TestConfigCommandThroughTheBinary(t *testing.T) {
+	_, dsn := dbtest.New(t)
+	path := writeFile(t, "agent.yaml", strings.Replace(agentYAML, "refund_order]", "refnd_order]", 1))
+	got := runBinary(t, childEnv("TURNSTILE_DSN="+dsn), "config", "apply", path)
+	if want := path + `:13: unknown tool "refnd_order"`; got.code == 0 || !strings.Contains(got.stderr, want) {
+		t.Errorf("turnstile config apply = exit %d, stderr %q; want a failure naming %q", got.code, got.stderr, want)
+	}
+	for _, args := range [][]string{{"config"}, {"config", "apply"}, {"config", "list", "extra"}} {
+		if got := runBinary(t, childEnv("TURNSTILE_DSN="+dsn), args...); got.code == 0 || !strings.Contains(got.stderr, "usage: turnstile config") {
+			t.Errorf("turnstile %s = exit %d, stderr %q; want the usage", strings.Join(args, " "), got.code, got.stderr)
+		}
+	}
+}
