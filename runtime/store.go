@@ -38,9 +38,10 @@ type Store interface {
 	// MarkPendingEffect stamps the call whose non-idempotent write is about
 	// to run (and renews the lease); ErrLeaseLost when not held.
 	MarkPendingEffect(ctx context.Context, runID int64, claimedBy, callID string, lease time.Duration) error
-	// WaitingRuns lists interactive runs waiting for a decision, oldest
-	// first; ownerID 0 lists everyone's.
-	WaitingRuns(ctx context.Context, ownerID int64, limit int) ([]*Run, error)
+	// WaitingRuns lists runs waiting for a decision, oldest first: the
+	// interactive ones, and process runs too when asked; ownerID 0 lists
+	// everyone's.
+	WaitingRuns(ctx context.Context, ownerID int64, withProcess bool, limit int) ([]*Run, error)
 	// ContinuingRuns lists the interactive runs that continue in the
 	// background (decided or running) which a user owns or decided.
 	ContinuingRuns(ctx context.Context, userID int64, limit int) ([]*Run, error)

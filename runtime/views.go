@@ -15,16 +15,17 @@ type PendingRun struct {
 // maxInbox bounds one inbox listing.
 const maxInbox = 200
 
-// Pending lists the interactive runs the actor may decide, oldest first:
-// every such run for admins and holders of the approve grant, their own
-// for everyone else. A run whose state cannot be read is left out (and
-// logged): nobody could decide it.
-func (e *Engine) Pending(ctx context.Context, actor Actor) ([]PendingRun, error) {
+// Pending lists the runs the actor may decide, oldest first: every such
+// run for admins and holders of the approve grant, their own for everyone
+// else. The inbox asks for interactive runs only; the API (withProcess)
+// for the runs automated processes decide too. A run whose state cannot be
+// read is left out (and logged): nobody could decide it.
+func (e *Engine) Pending(ctx context.Context, actor Actor, withProcess bool) ([]PendingRun, error) {
 	owner := actor.ID
 	if actor.Role == RoleAdmin || actor.Has(GrantApprove) {
 		owner = 0
 	}
-	runs, err := e.store.WaitingRuns(ctx, owner, maxInbox)
+	runs, err := e.store.WaitingRuns(ctx, owner, withProcess, maxInbox)
 	if err != nil {
 		return nil, err
 	}

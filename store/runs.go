@@ -39,15 +39,16 @@ func (s *Store) Run(ctx context.Context, id int64) (*runtime.Run, error) {
 	return &r, nil
 }
 
-// WaitingRuns lists interactive runs waiting for a decision, oldest first;
-// ownerID 0 lists everyone's.
-func (s *Store) WaitingRuns(ctx context.Context, ownerID int64, limit int) ([]*runtime.Run, error) {
+// WaitingRuns lists runs waiting for a decision, oldest first: the
+// interactive ones, and process runs too when withProcess; ownerID 0 lists
+// everyone's.
+func (s *Store) WaitingRuns(ctx context.Context, ownerID int64, withProcess bool, limit int) ([]*runtime.Run, error) {
 	var runs []*runtime.Run
 	err := s.db.SelectContext(ctx, &runs, `
 		SELECT `+runColumns+` FROM runs
-		WHERE status IN ('waiting_for_approval', 'waiting_for_input') AND origin = 'interactive'
-			AND (? = 0 OR owner_id = ?)
-		ORDER BY waiting_since, id LIMIT ?`, ownerID, ownerID, limit)
+		WHERE status IN ('waiting_for_approval', 'waiting_for_input')
+			AND (origin = 'interactive' OR ?) AND (? = 0 OR owner_id = ?)
+		ORDER BY waiting_since, id LIMIT ?`, withProcess, ownerID, ownerID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: waiting runs: %w", err)
 	}

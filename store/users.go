@@ -145,20 +145,25 @@ func (s *Store) User(ctx context.Context, id int64) (*User, error) {
 	return &u, nil
 }
 
-// DeleteUser deletes the user with this id; an error wrapping ErrNotFound
-// when there is none. Runs the user owns are left as they are.
+// DeleteUser deletes the user with this id and, in the same transaction,
+// every API token of theirs, so no token outlives its user; an error
+// wrapping ErrNotFound when there is none. Runs the user owns are left as
+// they are.
 func (s *Store) DeleteUser(ctx context.Context, id int64) error {
-	const q = `DELETE FROM users WHERE id = ?`
-	res, err := s.db.ExecContext(ctx, q, id)
+	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: delete user %d: %w", id, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM api_tokens WHERE user_id = ?`, id); err != nil {
+		return fmt.Errorf("store: delete user %d: tokens: %w", id, err)
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = ?`, id)
+	if err := oneRow(res, err, ErrNotFound); err != nil {
 		return fmt.Errorf("store: delete user %d: %w", id, err)
 	}
-	if n == 0 {
-		return fmt.Errorf("store: delete user %d: %w", id, ErrNotFound)
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: delete user %d: %w", id, err)
 	}
 	return nil
 }

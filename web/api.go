@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store"
 )
 
 // maxAPIBytes bounds every JSON API body.
@@ -20,30 +24,83 @@ const maxAPIBytes = 1 << 20
 // apiHandle is a JSON API handler that knows who asks.
 type apiHandle func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor)
 
-// Token scopes.
+// Token scopes; the store keeps the list a token may carry.
 const (
-	ScopeRunStart  = "run:start"
-	ScopeRunRead   = "run:read"
-	ScopeRunDecide = "run:decide"
-	ScopeRunCancel = "run:cancel"
+	ScopeRunStart  = store.ScopeRunStart
+	ScopeRunRead   = store.ScopeRunRead
+	ScopeRunDecide = store.ScopeRunDecide
+	ScopeRunCancel = store.ScopeRunCancel
 )
 
-// api authenticates a JSON API request and checks the scope it needs:
-// a signed-in session may do everything its user may; 401 otherwise.
+// api authenticates a JSON API request and checks the scope it needs. A
+// request with an Authorization header is judged by its bearer token
+// alone: 401 unless it is a valid token, 403 when the token lacks the
+// scope. Without the header, a signed-in session may do everything its
+// user may; 401 otherwise.
 func (s *Server) api(scope string, h apiHandle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		id := s.sessions.GetInt64(r.Context(), sessionUser)
-		if id == 0 {
-			s.apiError(w, r, http.StatusUnauthorized, "unauthorized", "sign in or send a bearer token", nil)
+		actor, ok := s.apiActor(w, r, scope)
+		if !ok {
 			return
 		}
-		u, err := s.users.User(r.Context(), id)
+		h(w, r, ps, actor)
+	}
+}
+
+// apiActor is who asks, or false when the request was answered with 401,
+// 403 or 500.
+func (s *Server) apiActor(w http.ResponseWriter, r *http.Request, scope string) (runtime.Actor, bool) {
+	if _, sent := r.Header["Authorization"]; sent {
+		scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		if !strings.EqualFold(scheme, "Bearer") || s.tokens == nil {
+			s.unauthorized(w, r, `error="invalid_request"`, "the Authorization header must be \"Bearer tst_…\" with a token from turnstile token create")
+			return runtime.Actor{}, false
+		}
+		u, scopes, err := s.tokens.Authenticate(r.Context(), strings.TrimSpace(token))
+		if errors.Is(err, store.ErrTokenInvalid) {
+			// Malformed, unknown, expired and revoked alike: the answer
+			// tells a guesser nothing.
+			s.unauthorized(w, r, `error="invalid_token"`, "the bearer token is not valid: it is malformed, unknown, expired or revoked")
+			return runtime.Actor{}, false
+		}
 		if err != nil {
 			s.apiFail(w, r, err)
-			return
+			return runtime.Actor{}, false
 		}
-		h(w, r, ps, u.Actor())
+		if !slices.Contains(scopes, scope) {
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="turnstile", error="insufficient_scope", scope=%q`, scope))
+			s.apiError(w, r, http.StatusForbidden, "insufficient_scope",
+				fmt.Sprintf("this token lacks the %s scope this route needs; create one with --scopes %s", scope, scope), nil)
+			return runtime.Actor{}, false
+		}
+		return u.Actor(), true
 	}
+	id := s.sessions.GetInt64(r.Context(), sessionUser)
+	if id == 0 {
+		s.unauthorized(w, r, "", "send Authorization: Bearer with a token from turnstile token create, or sign in")
+		return runtime.Actor{}, false
+	}
+	u, err := s.users.User(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		// The user was deleted while signed in.
+		s.unauthorized(w, r, "", "sign in again")
+		return runtime.Actor{}, false
+	}
+	if err != nil {
+		s.apiFail(w, r, err)
+		return runtime.Actor{}, false
+	}
+	return u.Actor(), true
+}
+
+// unauthorized answers 401 with the challenge of RFC 6750.
+func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, params, message string) {
+	challenge := `Bearer realm="turnstile"`
+	if params != "" {
+		challenge += ", " + params
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	s.apiError(w, r, http.StatusUnauthorized, "unauthorized", message, nil)
 }
 
 // apiStatus is the status of each refusal on the JSON surfaces (SPEC §4).
@@ -131,12 +188,37 @@ func jsonProblem(err error) string {
 	switch {
 	case errors.As(err, &syntax):
 		return fmt.Sprintf("malformed JSON at byte %d", syntax.Offset)
+	case errors.As(err, &typ) && typ.Field == "":
+		return fmt.Sprintf("the body must be a JSON object, not %s", typ.Value)
 	case errors.As(err, &typ):
-		return fmt.Sprintf("field %q must be %s, not %s", typ.Field, typ.Type, typ.Value)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Sprintf("field %q must be %s, not %s", typ.Field, jsonType(typ.Type.Kind()), typ.Value)
+	case errors.Is(err, io.EOF):
+		return "the body is empty; send a JSON object"
+	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "the JSON ends too early"
+	}
+	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Sprintf("unknown field %s; this route takes only the fields its documentation names (GET /api/openapi.json)", field)
+	}
+	return err.Error()
+}
+
+// jsonType names a Go kind as JSON calls it.
+func jsonType(k reflect.Kind) string {
+	switch k {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
 	default:
-		return err.Error()
+		return "an object"
 	}
 }
 

@@ -143,7 +143,7 @@ func newApp(t testing.TB, keepalive time.Duration) *testApp {
 	sessionStore := mysqlstore.NewWithCleanupInterval(db.DB, 0)
 	sessions.Store = sessionStore
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h := web.New(web.Deps{Logger: log, Ready: st, Engine: eng, Users: st, Catalog: st, Events: st, Sessions: sessions, Keepalive: keepalive}).Handler()
+	h := web.New(web.Deps{Logger: log, Ready: st, Engine: eng, Users: st, Tokens: st, Catalog: st, Events: st, Sessions: sessions, Keepalive: keepalive}).Handler()
 	a.srv = httptest.NewServer(h)
 	t.Cleanup(a.srv.Close)
 	return a

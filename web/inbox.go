@@ -41,7 +41,7 @@ type formState struct {
 // when there is one.
 func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, status int, refused *formState) {
 	u := currentUser(r)
-	pending, err := s.engine.Pending(r.Context(), u.Actor())
+	pending, err := s.engine.Pending(r.Context(), u.Actor(), false)
 	if err != nil {
 		s.fail(w, r, err)
 		return

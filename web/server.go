@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -21,7 +22,7 @@ type Engine interface {
 	Decide(ctx context.Context, req runtime.DecideRequest) (*runtime.Continuation, error)
 	SubmitInput(ctx context.Context, req runtime.InputRequest) (*runtime.Continuation, error)
 	Cancel(ctx context.Context, runID int64, actor runtime.Actor) (runtime.CancelResult, error)
-	Pending(ctx context.Context, actor runtime.Actor) ([]runtime.PendingRun, error)
+	Pending(ctx context.Context, actor runtime.Actor, withProcess bool) ([]runtime.PendingRun, error)
 	Detail(ctx context.Context, runID int64, actor runtime.Actor) (*runtime.RunDetail, error)
 	Visible(ctx context.Context, runID int64, actor runtime.Actor) (*runtime.Run, *runtime.Configuration, error)
 	Start(ctx context.Context, req runtime.StartRequest) (*runtime.Continuation, error)
@@ -153,6 +154,10 @@ func (s *Server) Handler() http.Handler {
 	r.POST("/api/runs/:id/input", s.api(ScopeRunDecide, s.apiInput))
 
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			s.apiError(w, r, http.StatusNotFound, "not_found", "no such API route; see /api/openapi.json", nil)
+			return
+		}
 		s.errorPage(w, r, http.StatusNotFound)
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/runtime"
@@ -99,6 +100,9 @@ func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The driver's own complaints (a dropped idle connection) go through
+	// the JSON log too.
+	mysql.SetLogger(mysqlLogger{log})
 	db, err := store.Open(ctx, d.dsn)
 	if err != nil {
 		return nil, err
@@ -125,3 +129,8 @@ func (a *app) close() {
 	a.mcp.Close()
 	a.db.Close()
 }
+
+// mysqlLogger sends the MySQL driver's log lines to slog.
+type mysqlLogger struct{ log *slog.Logger }
+
+func (l mysqlLogger) Print(v ...any) { l.log.Warn("mysql driver", "msg_text", fmt.Sprint(v...)) }
