@@ -31,7 +31,11 @@ type InputRequest struct {
 	RunID  int64
 	Digest string
 	Input  json.RawMessage
-	Actor  Actor
+	// FormErrors are fields a surface could not even read (text where a
+	// number belongs); they are reported with the schema's own messages,
+	// at the pipeline's validation step, after the checks before it.
+	FormErrors map[string]string
+	Actor      Actor
 	Path   string
 	Inbox  bool
 }
@@ -86,6 +90,12 @@ func (e *Engine) SubmitInput(ctx context.Context, req InputRequest) (*Continuati
 	if err != nil {
 		return nil, &Refusal{Code: CodeInvalidInput, Message: "the answer is not valid JSON",
 			Fields: map[string]string{"": err.Error()}}
+	}
+	for k, v := range req.FormErrors {
+		if fields == nil {
+			fields = map[string]string{}
+		}
+		fields[k] = v
 	}
 	if fields != nil {
 		return nil, &Refusal{Code: CodeInvalidInput, Message: "the answer does not fit the form", Fields: fields}

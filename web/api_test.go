@@ -193,15 +193,16 @@ func TestAPIApprovals(t *testing.T) {
 	refund := a.start(t, "refund", "owner", runtime.OriginInteractive)
 	input := a.start(t, "input", "owner", runtime.OriginInteractive)
 	admins := a.start(t, "refund", "admin", runtime.OriginInteractive)
-	a.start(t, "refund", "owner", runtime.OriginProcess)
+	// The API lists process runs too: their process decides them here.
+	process := a.start(t, "refund", "owner", runtime.OriginProcess)
 
 	tests := []struct {
 		user string
 		want []int64
 	}{
-		{"admin", []int64{refund.RunID, input.RunID, admins.RunID}},
-		{"approver", []int64{refund.RunID, input.RunID, admins.RunID}},
-		{"owner", []int64{refund.RunID, input.RunID}},
+		{"admin", []int64{refund.RunID, input.RunID, admins.RunID, process.RunID}},
+		{"approver", []int64{refund.RunID, input.RunID, admins.RunID, process.RunID}},
+		{"owner", []int64{refund.RunID, input.RunID, process.RunID}},
 		{"other", []int64{}},
 	}
 	for _, tt := range tests {

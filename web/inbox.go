@@ -156,18 +156,13 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 		s.fail(w, r, err)
 		return
 	}
-	if fieldErrs != nil {
-		s.inboxRefusal(w, r, id, &runtime.Refusal{Code: runtime.CodeInvalidInput,
-			Message: "some fields need another look", Fields: fieldErrs}, r.PostForm)
-		return
-	}
 	path, release, ok := s.inboxPath(w, r)
 	if !ok {
 		return
 	}
 	defer release()
 	c, err := s.engine.SubmitInput(r.Context(), runtime.InputRequest{RunID: id, Digest: r.PostForm.Get("turn_digest"),
-		Input: answer, Actor: currentUser(r).Actor(), Path: path, Inbox: true})
+		Input: answer, FormErrors: fieldErrs, Actor: currentUser(r).Actor(), Path: path, Inbox: true})
 	if err != nil {
 		s.inboxRefusal(w, r, id, err, r.PostForm)
 		return

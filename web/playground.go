@@ -121,13 +121,8 @@ func (s *Server) playgroundInput(w http.ResponseWriter, r *http.Request, ps http
 		s.apiFail(w, r, err)
 		return
 	}
-	if fieldErrs != nil {
-		s.apiFail(w, r, &runtime.Refusal{Code: runtime.CodeInvalidInput,
-			Message: "some fields need another look", Fields: fieldErrs})
-		return
-	}
 	c, err := s.engine.SubmitInput(r.Context(), runtime.InputRequest{RunID: id, Digest: r.PostForm.Get("turn_digest"),
-		Input: answer, Actor: actor, Path: runtime.PathRequest})
+		Input: answer, FormErrors: fieldErrs, Actor: actor, Path: runtime.PathRequest})
 	if err != nil {
 		s.apiFail(w, r, err)
 		return
