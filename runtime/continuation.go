@@ -501,8 +501,15 @@ func (c *Continuation) handBack(ctx context.Context) Outcome {
 
 // outcome notes on the decision's row how its continuation ended.
 func (c *Continuation) outcome(cm *Commit, outcome string) {
+	// A continuation resumed after its decision was applied (a worker that
+	// recovered it, or took it over from a draining server) finishes the
+	// turn the run was claimed on: that turn's decision gets the outcome.
+	digest := c.run.TurnDigest
 	if c.decision != nil {
-		cm.Outcome, cm.OutcomeDigest = outcome, c.decision.TurnDigest
+		digest = c.decision.TurnDigest
+	}
+	if digest != "" {
+		cm.Outcome, cm.OutcomeDigest = outcome, digest
 	}
 }
 

@@ -94,5 +94,10 @@ func (e *Engine) resume(ctx context.Context, run *Run) (*Continuation, error) {
 			return nil, err
 		}
 	}
-	return e.continuation(run, cfg, state, d), nil
+	c := e.continuation(run, cfg, state, d)
+	// A cancel requested while no holder could notice it (the holder died,
+	// or a draining server handed the run back) stops the run at its first
+	// step boundary, before any tool runs.
+	c.cancel = run.CancelRequested
+	return c, nil
 }
