@@ -36,8 +36,8 @@ type InputRequest struct {
 	// at the pipeline's validation step, after the checks before it.
 	FormErrors map[string]string
 	Actor      Actor
-	Path   string
-	Inbox  bool
+	Path       string
+	Inbox      bool
 }
 
 // Decide runs the decision pipeline for an approval or a denial: the checks
@@ -184,10 +184,14 @@ func (p *pipeline) claim(ctx context.Context, d DecisionRecord, standing []strin
 	c.Decision = d
 	if err := p.e.store.Claim(ctx, c); err != nil {
 		if errors.Is(err, ErrClaimLost) {
-			return nil, p.lost(ctx)
+			err = p.lost(ctx)
+			if code := CodeOf(err); code != "" {
+				p.e.metrics.ClaimLost(code)
+			}
 		}
 		return nil, err
 	}
+	p.e.metrics.DecisionClaimed(d.Path, d.Kind)
 	if c.To == StatusDecided {
 		return nil, nil
 	}
