@@ -49,8 +49,10 @@ type dbFlags struct {
 
 func (d *dbFlags) register(fs *flagSet) {
 	fs.StringVar(&d.dsn, "dsn", "", "MySQL DSN in go-sql-driver syntax, e.g. root@tcp(127.0.0.1:3306)/turnstile")
-	fs.DurationVar(&d.lease, "lease", runtime.DefaultLease, "how long a claim holds without renewal before another holder may take the run over")
-	d.command, d.getenv = fs.Name(), fs.env.getenv
+	d.command, d.getenv, d.lease = fs.Name(), fs.env.getenv, runtime.DefaultLease
+	if d.runsAgents() {
+		fs.DurationVar(&d.lease, "lease", runtime.DefaultLease, "how long a claim holds without renewal before another holder may take the run over")
+	}
 }
 
 // runsAgents reports whether the command runs agent runs, and so whether
