@@ -69,6 +69,8 @@ func (c *Continuation) RunID() int64 { return c.run.ID }
 // must not stop a claimed run); only losing the lease or the database stops
 // it early, and then the Outcome's Err says so.
 func (c *Continuation) Run(ctx context.Context, obs Observer) Outcome {
+	c.e.metrics.ContinuationStarted()
+	defer c.e.metrics.ContinuationEnded()
 	ctx = context.WithoutCancel(ctx)
 	if obs == nil {
 		obs = noObserver{}
@@ -240,9 +242,9 @@ func (c *Continuation) apply(ctx context.Context) error {
 	return c.record(ctx, kind, 0, 0, p, func(cm *Commit) { cm.Executed = d.TurnDigest })
 }
 
-// nextCall returns the first call of the model's last message that has no
-// result yet.
-func (c *Continuation) nextCall() (ToolCall, bool) {
+// unanswered returns the calls of the model's last message that have no
+// result yet, in order.
+func (c *Continuation) unanswered() []ToolCall {
 	msgs := c.state.Messages
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role != "assistant" {
@@ -252,12 +254,21 @@ func (c *Continuation) nextCall() (ToolCall, bool) {
 		for _, m := range msgs[i+1:] {
 			answered[m.ToolCallID] = true
 		}
+		var calls []ToolCall
 		for _, call := range msgs[i].ToolCalls {
 			if !answered[call.ID] {
-				return call, true
+				calls = append(calls, call)
 			}
 		}
-		return ToolCall{}, false
+		return calls
+	}
+	return nil
+}
+
+// nextCall returns the first unanswered call.
+func (c *Continuation) nextCall() (ToolCall, bool) {
+	if calls := c.unanswered(); len(calls) > 0 {
+		return calls[0], true
 	}
 	return ToolCall{}, false
 }
@@ -335,23 +346,12 @@ func (c *Continuation) handle(ctx context.Context, call ToolCall) (Outcome, bool
 // an approval: one turn asks about all of them at once.
 func (c *Continuation) undecided() []ToolCall {
 	var calls []ToolCall
-	msgs := c.state.Messages
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role != "assistant" {
-			continue
+	for _, call := range c.unanswered() {
+		t, ok := c.tool(call.Name)
+		_, decided := c.state.Verdicts[call.ID]
+		if ok && !decided && t.Spec().Asks == nil && c.needsPerson(call) {
+			calls = append(calls, call)
 		}
-		answered := map[string]bool{}
-		for _, m := range msgs[i+1:] {
-			answered[m.ToolCallID] = true
-		}
-		for _, call := range msgs[i].ToolCalls {
-			t, ok := c.tool(call.Name)
-			_, decided := c.state.Verdicts[call.ID]
-			if !answered[call.ID] && !decided && ok && t.Spec().Asks == nil && c.needsPerson(call) {
-				calls = append(calls, call)
-			}
-		}
-		break
 	}
 	return calls
 }
@@ -520,8 +520,10 @@ func (c *Continuation) stopped(err error) Outcome {
 }
 
 // record commits one step: its event, the checkpointed state and the
-// lease, in one transaction, then tells the observer.
+// lease, in one transaction, then tells the metrics and the observer. took
+// is how long the step ran before its commit.
 func (c *Continuation) record(ctx context.Context, kind EventKind, round int, took time.Duration, p payload, edit func(*Commit)) error {
+	start := time.Now()
 	blob, added := c.run.State, [][]byte(nil) // an unreadable state is kept as it is
 	if !c.unreadable {
 		var err error
@@ -551,9 +553,11 @@ func (c *Continuation) record(ctx context.Context, kind EventKind, round int, to
 	if kind == "" {
 		return nil
 	}
+	ev.CreatedAt = time.Now()
+	commit := ev.CreatedAt.Sub(start)
+	c.e.metrics.StepRecorded(kind, took+commit, commit)
 	c.seq++
 	c.steps++
-	ev.CreatedAt = time.Now()
 	step := Step{Event: ev}
 	if c.cfg.PrivacyLevel == PrivacyFull {
 		step.Full = ev.Payload
