@@ -31,6 +31,7 @@ type Engine struct {
 	sealer    Sealer
 	lease     time.Duration
 	log       *slog.Logger
+	metrics   Metrics
 
 	draining  chan struct{}
 	drainOnce sync.Once
@@ -50,12 +51,14 @@ type Options struct {
 	// Lease is the claim's lease; DefaultLease when zero.
 	Lease  time.Duration
 	Logger *slog.Logger
+	// Metrics is told what the engine does; nothing is measured when nil.
+	Metrics Metrics
 }
 
 // New returns an engine.
 func New(o Options) *Engine {
 	e := &Engine{store: o.Store, tools: o.Tools, source: o.Source, providers: o.Providers, validator: o.Validator,
-		sealer: o.Sealer, lease: o.Lease, log: o.Logger, draining: make(chan struct{})}
+		sealer: o.Sealer, lease: o.Lease, log: o.Logger, metrics: o.Metrics, draining: make(chan struct{})}
 	if e.sealer == nil {
 		e.sealer = Plain{}
 	}
@@ -64,6 +67,9 @@ func New(o Options) *Engine {
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.metrics == nil {
+		e.metrics = noMetrics{}
 	}
 	return e
 }

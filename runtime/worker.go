@@ -57,7 +57,7 @@ func (e *Engine) Work(ctx context.Context, n int, poll time.Duration) {
 // claim takes the next run a worker should execute, or nil.
 func (e *Engine) claim(ctx context.Context) (*Continuation, error) {
 	holder := holderID()
-	for _, next := range []func(context.Context, string, time.Duration) (*Run, error){
+	for i, next := range []func(context.Context, string, time.Duration) (*Run, error){
 		e.store.ClaimDecided, e.store.ClaimQueued, e.store.ClaimExpired,
 	} {
 		run, err := next(ctx, holder, e.lease)
@@ -66,6 +66,9 @@ func (e *Engine) claim(ctx context.Context) (*Continuation, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if i == 2 {
+			e.metrics.Recovered()
 		}
 		return e.resume(ctx, run)
 	}

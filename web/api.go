@@ -125,6 +125,7 @@ var apiStatus = map[runtime.Code]int{
 func (s *Server) apiFail(w http.ResponseWriter, r *http.Request, err error) {
 	var ref *runtime.Refusal
 	if errors.As(err, &ref) {
+		s.metrics.refused(apiSurface(r), string(ref.Code))
 		status, ok := apiStatus[ref.Code]
 		if !ok {
 			status = http.StatusBadRequest

@@ -249,6 +249,7 @@ func (s *Server) apiInput(w http.ResponseWriter, r *http.Request, ps httprouter.
 func (s *Server) apiPath(w http.ResponseWriter, r *http.Request) (string, func(), bool) {
 	path, release, err := s.paths.choose(r.Context(), true)
 	if errors.Is(err, errBusy) {
+		s.metrics.refused(surfaceAPI, codeBusy)
 		w.Header().Set("Retry-After", "5")
 		s.apiError(w, r, http.StatusServiceUnavailable, "busy", "the server runs as many continuations as it may; try again in a few seconds", nil)
 		return "", release, false
@@ -281,10 +282,10 @@ func (s *Server) apiContinue(w http.ResponseWriter, r *http.Request, id int64, a
 	st := s.startStream(w)
 	stop := st.keepalives(s.keepalive, func() any { return map[string]string{"event": "keepalive"} })
 	out := c.Run(context.WithoutCancel(r.Context()), runtime.ObserverFunc(func(step runtime.Step) {
-		st.send(map[string]any{"event": "step", "seq": step.Seq, "step": stepView(step, false)})
+		st.send(lineStep, map[string]any{"event": "step", "seq": step.Seq, "step": stepView(step, false)})
 	}))
 	stop()
-	st.send(withoutContent(terminalLine(out)))
+	st.send(lineTerminal, withoutContent(terminalLine(out)))
 }
 
 // collectSteps runs a continuation to its end, on past a client that left,

@@ -170,15 +170,15 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, ps httprouter
 	// on every other way out.
 	stop := sync.OnceFunc(st.keepalives(s.keepalive, func() any { return typeLine{Type: "keepalive"} }))
 	defer stop()
-	st.send(attachedLine{Type: "attached", FirstSeq: first, LatestSeq: latest, Status: run.Status, Live: live(run.Status)})
+	st.send(lineAttached, attachedLine{Type: "attached", FirstSeq: first, LatestSeq: latest, Status: run.Status, Live: live(run.Status)})
 	last := q.afterSeq
 	for _, e := range backlog {
-		st.send(toEventLine(e))
+		st.send(lineEvent, toEventLine(e))
 		last = e.Seq
 	}
 	if !q.follow {
 		stop()
-		st.send(endLine{Type: "end", Status: run.Status})
+		st.send(lineEnd, endLine{Type: "end", Status: run.Status})
 		return
 	}
 	s.follow(ctx, st, stop, id, actor, last, run.Status)
@@ -215,12 +215,12 @@ func (s *Server) follow(ctx context.Context, st *stream, stop func(), id int64, 
 				continue
 			}
 			stop()
-			st.send(errorLine{Type: "error", Code: "unavailable", AfterSeq: last,
+			st.send(lineError, errorLine{Type: "error", Code: "unavailable", AfterSeq: last,
 				Message: "the run's events cannot be read right now; reconnect with after_seq"})
 			return
 		case ended:
 			stop()
-			st.send(endLine{Type: "end", Status: status})
+			st.send(lineEnd, endLine{Type: "end", Status: status})
 			return
 		}
 		failingSince = time.Time{}
@@ -238,7 +238,7 @@ func (s *Server) poll(ctx context.Context, st *stream, id int64, actor runtime.A
 			return 0, err
 		}
 		for _, e := range evs {
-			st.send(toEventLine(e))
+			st.send(lineEvent, toEventLine(e))
 			*last = e.Seq
 		}
 		return len(evs), nil

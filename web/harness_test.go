@@ -111,7 +111,11 @@ func newApp(t testing.TB, keepalive time.Duration) *testApp {
 	db, _ := dbtest.New(t)
 	st := store.New(db)
 	tools := builtin.Registry(builtin.Tools(st)...)
-	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Providers: scripted.Factory, Validator: schema.New()})
+	metrics := web.NewMetrics(nil)
+	if err := metrics.WatchBacklog(st); err != nil {
+		t.Fatal(err)
+	}
+	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Providers: scripted.Factory, Validator: schema.New(), Metrics: metrics})
 	ctx := context.Background()
 	for _, y := range testConfigs {
 		cfg, err := config.Parse("test.yaml", []byte(y), func(n string) bool { _, ok := tools[n]; return ok })
@@ -143,7 +147,7 @@ func newApp(t testing.TB, keepalive time.Duration) *testApp {
 	sessionStore := mysqlstore.NewWithCleanupInterval(db.DB, 0)
 	sessions.Store = sessionStore
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h := web.New(web.Deps{Logger: log, Ready: st, Engine: eng, Users: st, Tokens: st, Catalog: st, Events: st, Sessions: sessions, Keepalive: keepalive}).Handler()
+	h := web.New(web.Deps{Logger: log, Ready: st, Engine: eng, Users: st, Tokens: st, Catalog: st, Events: st, Sessions: sessions, Keepalive: keepalive, Metrics: metrics}).Handler()
 	a.srv = httptest.NewServer(h)
 	t.Cleanup(a.srv.Close)
 	return a

@@ -137,6 +137,7 @@ func (s *Server) decision(w http.ResponseWriter, r *http.Request, ps httprouter.
 func (s *Server) inboxPath(w http.ResponseWriter, r *http.Request) (string, func(), bool) {
 	path, release, err := s.paths.choose(r.Context(), wantsStream(r))
 	if errors.Is(err, errBusy) {
+		s.metrics.refused(surfaceInbox, codeBusy)
 		w.Header().Set("Retry-After", "5")
 		s.errorPage(w, r, http.StatusServiceUnavailable)
 		return "", release, false
@@ -217,7 +218,12 @@ func refusalFlash(id int64, r *runtime.Refusal) string {
 // so a script gets these same answers.
 func (s *Server) inboxRefusal(w http.ResponseWriter, r *http.Request, id int64, err error, form map[string][]string) {
 	var ref *runtime.Refusal
-	if !errors.As(err, &ref) || ref.Code == runtime.CodeNotFound {
+	if !errors.As(err, &ref) {
+		s.fail(w, r, err)
+		return
+	}
+	s.metrics.refused(surfaceInbox, string(ref.Code))
+	if ref.Code == runtime.CodeNotFound {
 		s.fail(w, r, err)
 		return
 	}
@@ -271,10 +277,10 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, id int64, c
 	}
 	st := s.startStream(w)
 	var steps atomic.Int64
-	st.send(progressLine{Type: "progress", Steps: 0})
+	st.send(lineProgress, progressLine{Type: "progress", Steps: 0})
 	stop := st.keepalives(s.keepalive, func() any { return progressLine{Type: "keepalive", Steps: steps.Load()} })
 	out := c.Run(ctx, runtime.ObserverFunc(func(runtime.Step) {
-		st.send(progressLine{Type: "progress", Steps: steps.Add(1)})
+		st.send(lineProgress, progressLine{Type: "progress", Steps: steps.Add(1)})
 	}))
 	stop()
 	// The headers (and the session cookie) left long ago: store the flash
@@ -283,7 +289,7 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, id int64, c
 	if _, _, err := s.sessions.Commit(ctx); err != nil {
 		s.log.Warn("save flash", "run", out.RunID, "err", err)
 	}
-	st.send(settledLine{Type: "settled"})
+	st.send(lineSettled, settledLine{Type: "settled"})
 }
 
 // progressLine counts steps, and nothing else: an approve grant may not

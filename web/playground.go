@@ -135,6 +135,7 @@ func (s *Server) playgroundInput(w http.ResponseWriter, r *http.Request, ps http
 func (s *Server) playgroundSlot(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	release, ok = s.paths.acquire()
 	if !ok {
+		s.metrics.refused(surfacePlayground, codeBusy)
 		w.Header().Set("Retry-After", "5")
 		s.apiError(w, r, http.StatusServiceUnavailable, "busy", "the server runs as many continuations as it may; try again shortly", nil)
 	}

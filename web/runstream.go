@@ -96,8 +96,8 @@ func (s *Server) runContinuation(w http.ResponseWriter, r *http.Request, c *runt
 	st := s.startStream(w)
 	stop := st.keepalives(s.keepalive, func() any { return map[string]string{"event": "keepalive"} })
 	out := c.Run(ctx, runtime.ObserverFunc(func(step runtime.Step) {
-		st.send(map[string]any{"event": "step", "seq": step.Seq, "step": toStepJSON(step)})
+		st.send(lineStep, map[string]any{"event": "step", "seq": step.Seq, "step": toStepJSON(step)})
 	}))
 	stop()
-	st.send(terminalLine(out))
+	st.send(lineTerminal, terminalLine(out))
 }

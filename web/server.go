@@ -85,6 +85,9 @@ type Deps struct {
 	MaxContinuations int
 	// Workers tells whether a worker is alive to take durable decisions.
 	Workers WorkerCheck
+	// Metrics are served at GET /metrics and count what the server does;
+	// without them there is no /metrics route and nothing is counted.
+	Metrics *Metrics
 }
 
 // DefaultKeepalive is the default --keepalive.
@@ -103,19 +106,21 @@ type Server struct {
 	keepalive    time.Duration
 	writeTimeout time.Duration
 	paths        *paths
+	metrics      *Metrics
 }
 
 // New returns a server.
 func New(d Deps) *Server {
 	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, catalog: d.Catalog, events: d.Events, sessions: d.Sessions,
 		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout,
-		paths: newPaths(d.DecisionPath, d.MaxContinuations, d.Workers)}
+		paths: newPaths(d.DecisionPath, d.MaxContinuations, d.Workers), metrics: d.Metrics}
 	if s.keepalive <= 0 {
 		s.keepalive = DefaultKeepalive
 	}
 	if s.writeTimeout <= 0 {
 		s.writeTimeout = 30 * time.Second
 	}
+	s.metrics.watchSlots(s.paths)
 	return s
 }
 
@@ -125,6 +130,11 @@ func (s *Server) Handler() http.Handler {
 	r := httprouter.New()
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
+	if s.metrics != nil {
+		// Without authentication, like /healthz: keep it off the public
+		// internet (see README.md).
+		r.Handler(http.MethodGet, "/metrics", s.metrics)
+	}
 	r.Handler(http.MethodGet, "/static/*filepath", staticFiles())
 
 	r.GET("/", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {

@@ -22,6 +22,7 @@ type stream struct {
 	w            http.ResponseWriter
 	rc           *http.ResponseController
 	writeTimeout time.Duration
+	metrics      *Metrics
 
 	mu     sync.Mutex
 	last   time.Time
@@ -35,7 +36,7 @@ func (s *Server) startStream(w http.ResponseWriter) *stream {
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
 	h.Del("Content-Length")
-	st := &stream{w: w, rc: http.NewResponseController(w), writeTimeout: s.writeTimeout}
+	st := &stream{w: w, rc: http.NewResponseController(w), writeTimeout: s.writeTimeout, metrics: s.metrics}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.rc.SetWriteDeadline(time.Now().Add(st.writeTimeout))
@@ -44,8 +45,9 @@ func (s *Server) startStream(w http.ResponseWriter) *stream {
 	return st
 }
 
-// send writes one line.
-func (st *stream) send(v any) {
+// send writes one line; typ names it for turnstile_stream_lines_total
+// (one of the line… constants).
+func (st *stream) send(typ string, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return // lines are built from plain values; this cannot happen
@@ -65,6 +67,9 @@ func (st *stream) send(v any) {
 		return
 	}
 	st.flush()
+	if !st.broken {
+		st.metrics.line(typ)
+	}
 }
 
 func (st *stream) flush() {
@@ -94,7 +99,7 @@ func (st *stream) keepalives(every time.Duration, line func() any) (stop func())
 				t.Reset(wait)
 				continue
 			}
-			st.send(line())
+			st.send(lineKeepalive, line())
 			t.Reset(every)
 		}
 	})

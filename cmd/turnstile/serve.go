@@ -40,11 +40,16 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	metrics := web.NewMetrics(log)
+	d.metrics = metrics
 	a, err := open(ctx, d, log)
 	if err != nil {
 		return err
 	}
 	defer a.close()
+	if err := errors.Join(metrics.WatchBacklog(a.store), metrics.WatchDB(a.db.DB)); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	if *demo {
 		if err := seedDemo(ctx, a, e.stdout); err != nil {
 			return err
@@ -72,7 +77,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	sessions.Cookie.Secure = *secureCookies
 	handler := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Catalog: a.store,
 		Events: a.store, Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout,
-		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store}).Handler()
+		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store, Metrics: metrics}).Handler()
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,

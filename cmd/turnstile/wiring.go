@@ -45,6 +45,8 @@ type dbFlags struct {
 	// TURNSTILE_STATE_KEYS from it.
 	command string
 	getenv  func(string) string
+	// metrics is told what the engine does; serve sets it.
+	metrics runtime.Metrics
 }
 
 func (d *dbFlags) register(fs *flagSet) {
@@ -117,7 +119,7 @@ func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 	tools := builtin.Registry(builtin.Tools(st)...)
 	src := mcp.NewSource(mcp.Options{Getenv: d.getenv, Logger: log})
 	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Source: src, Providers: all.Factory,
-		Validator: schema.New(), Sealer: sealer, Lease: d.lease, Logger: log})
+		Validator: schema.New(), Sealer: sealer, Lease: d.lease, Logger: log, Metrics: d.metrics})
 	return &app{db: db, store: st, tools: tools, engine: eng, mcp: src, log: log}, nil
 }
 
