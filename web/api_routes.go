@@ -2,14 +2,12 @@ package web
 
 import (
 	"bytes"
-	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
-	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -127,7 +125,7 @@ func (s *Server) apiStartRun(w http.ResponseWriter, r *http.Request, _ httproute
 	}
 	w.Header().Set("Location", fmt.Sprintf("/api/runs/%d", c.RunID()))
 	if wantsStream(r) {
-		s.runContinuation(w, r, c, true, http.StatusOK)
+		s.runContinuation(w, r, c, true, true, http.StatusOK)
 		return
 	}
 	http.NewResponseController(w).SetWriteDeadline(time.Time{})
@@ -264,57 +262,14 @@ func (s *Server) apiPath(w http.ResponseWriter, r *http.Request) (string, func()
 // decide the run but not read it (as in the inbox).
 func (s *Server) apiContinue(w http.ResponseWriter, r *http.Request, id int64, actor runtime.Actor, c *runtime.Continuation) {
 	if c == nil {
-		s.answerRun(w, r, id, actor, http.StatusAccepted, map[string]any{"path": runtime.PathDurable})
+		// The decider may hold only the approve grant, so the answer tells
+		// no more of the run than the decision itself.
+		s.writeJSON(w, http.StatusAccepted, map[string]any{"path": runtime.PathDurable,
+			"run": map[string]any{"id": id, "status": runtime.StatusDecided}})
 		return
 	}
 	_, _, err := s.engine.Visible(r.Context(), id, actor)
-	full := err == nil
-	if full {
-		s.runContinuation(w, r, c, wantsStream(r), http.StatusOK)
-		return
-	}
-	if !wantsStream(r) {
-		http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		steps, out := collectSteps(r.Context(), c, false)
-		s.writeJSON(w, http.StatusOK, map[string]any{"steps": steps, "outcome": withoutContent(terminalLine(out))})
-		return
-	}
-	st := s.startStream(w)
-	stop := st.keepalives(s.keepalive, func() any { return map[string]string{"event": "keepalive"} })
-	out := c.Run(context.WithoutCancel(r.Context()), runtime.ObserverFunc(func(step runtime.Step) {
-		st.send(lineStep, map[string]any{"event": "step", "seq": step.Seq, "step": stepView(step, false)})
-	}))
-	stop()
-	st.send(lineTerminal, withoutContent(terminalLine(out)))
-}
-
-// collectSteps runs a continuation to its end, on past a client that left,
-// and returns its steps, with their content or without.
-func collectSteps(ctx context.Context, c *runtime.Continuation, full bool) ([]stepJSON, runtime.Outcome) {
-	var mu sync.Mutex
-	steps := []stepJSON{}
-	out := c.Run(context.WithoutCancel(ctx), runtime.ObserverFunc(func(st runtime.Step) {
-		mu.Lock()
-		steps = append(steps, stepView(st, full))
-		mu.Unlock()
-	}))
-	return steps, out
-}
-
-// stepView is a step with its content, or only its kind and timing.
-func stepView(st runtime.Step, full bool) stepJSON {
-	j := toStepJSON(st)
-	if !full {
-		j.Content = nil
-	}
-	return j
-}
-
-// withoutContent drops what a terminal line tells of the run's content:
-// the final answer. The pending calls stay; deciding them is the point.
-func withoutContent(line map[string]any) map[string]any {
-	delete(line, "answer")
-	return line
+	s.runContinuation(w, r, c, wantsStream(r), err == nil, http.StatusOK)
 }
 
 // answerRun writes {"run": …} and the extra fields with a status; a run

@@ -106,7 +106,7 @@ type testApp struct {
 const testPassword = "password"
 
 // newApp serves the web layer with the given keepalive (10 s when zero).
-func newApp(t testing.TB, keepalive time.Duration) *testApp {
+func newApp(t testing.TB, keepalive time.Duration, options ...func(*web.Deps)) *testApp {
 	t.Helper()
 	db, _ := dbtest.New(t)
 	st := store.New(db)
@@ -147,7 +147,11 @@ func newApp(t testing.TB, keepalive time.Duration) *testApp {
 	sessionStore := mysqlstore.NewWithCleanupInterval(db.DB, 0)
 	sessions.Store = sessionStore
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h := web.New(web.Deps{Logger: log, Ready: st, Engine: eng, Users: st, Tokens: st, Catalog: st, Events: st, Sessions: sessions, Keepalive: keepalive, Metrics: metrics}).Handler()
+	deps := web.Deps{Logger: log, Ready: st, Engine: eng, Users: st, Tokens: st, Catalog: st, Events: st, Sessions: sessions, Keepalive: keepalive, Metrics: metrics}
+	for _, o := range options {
+		o(&deps)
+	}
+	h := web.New(deps).Handler()
 	a.srv = httptest.NewServer(h)
 	t.Cleanup(a.srv.Close)
 	return a

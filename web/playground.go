@@ -151,11 +151,11 @@ func noRun(ps httprouter.Params) error {
 func (s *Server) playgroundContinue(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, prompt string) {
 	switch {
 	case r.Form.Get("stream") == "1":
-		s.runContinuation(w, r, c, true, http.StatusOK)
+		s.runContinuation(w, r, c, true, true, http.StatusOK)
 	case prefersHTML(r):
 		s.playgroundResult(w, r, c, prompt)
 	default:
-		s.runContinuation(w, r, c, false, http.StatusOK)
+		s.runContinuation(w, r, c, false, true, http.StatusOK)
 	}
 }
 

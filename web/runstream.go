@@ -75,29 +75,53 @@ func pendingCalls(t *runtime.PendingTurn) []callJSON {
 }
 
 // runContinuation carries a claimed continuation out for the playground
-// and the API: as a stream of step lines with their content, keepalives
-// and exactly one terminal line when the client asked for NDJSON (stream
-// true), else as one JSON document with every step and the outcome. Like
-// the inbox, it goes on to the end when the client leaves.
-func (s *Server) runContinuation(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, stream bool, status int) {
-	ctx := context.WithoutCancel(r.Context())
+// and the API: as a stream of step lines, keepalives and exactly one
+// terminal line when the client asked for NDJSON (stream true), else as one
+// JSON document with every step and the outcome. full says whether the
+// viewer may read the run's content (its owner, admins): a decider who
+// holds only the approve grant gets the steps' kinds and timing and the
+// outcome without the answer, as in the inbox. Like the inbox, it goes on
+// to the end when the client leaves.
+func (s *Server) runContinuation(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, stream, full bool, status int) {
+	view := func(line map[string]any) map[string]any {
+		if !full {
+			delete(line, "answer") // the pending calls stay: deciding them is the point
+		}
+		return line
+	}
 	if !stream {
 		http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		var mu sync.Mutex
-		steps := []stepJSON{}
-		out := c.Run(ctx, runtime.ObserverFunc(func(st runtime.Step) {
-			mu.Lock()
-			steps = append(steps, toStepJSON(st))
-			mu.Unlock()
-		}))
-		s.writeJSON(w, status, map[string]any{"steps": steps, "outcome": terminalLine(out)})
+		steps, out := collectSteps(r.Context(), c, full)
+		s.writeJSON(w, status, map[string]any{"steps": steps, "outcome": view(terminalLine(out))})
 		return
 	}
 	st := s.startStream(w)
 	stop := st.keepalives(s.keepalive, func() any { return map[string]string{"event": "keepalive"} })
-	out := c.Run(ctx, runtime.ObserverFunc(func(step runtime.Step) {
-		st.send(lineStep, map[string]any{"event": "step", "seq": step.Seq, "step": toStepJSON(step)})
+	out := c.Run(context.WithoutCancel(r.Context()), runtime.ObserverFunc(func(step runtime.Step) {
+		st.send(lineStep, map[string]any{"event": "step", "seq": step.Seq, "step": stepView(step, full)})
 	}))
 	stop()
-	st.send(lineTerminal, terminalLine(out))
+	st.send(lineTerminal, view(terminalLine(out)))
+}
+
+// collectSteps runs a continuation to its end, on past a client that left,
+// and returns its steps, with their content or without.
+func collectSteps(ctx context.Context, c *runtime.Continuation, full bool) ([]stepJSON, runtime.Outcome) {
+	var mu sync.Mutex
+	steps := []stepJSON{}
+	out := c.Run(context.WithoutCancel(ctx), runtime.ObserverFunc(func(st runtime.Step) {
+		mu.Lock()
+		steps = append(steps, stepView(st, full))
+		mu.Unlock()
+	}))
+	return steps, out
+}
+
+// stepView is a step with its content, or only its kind and timing.
+func stepView(st runtime.Step, full bool) stepJSON {
+	j := toStepJSON(st)
+	if !full {
+		j.Content = nil
+	}
+	return j
 }
