@@ -8,7 +8,7 @@
 # stderr and the `&&` ends the recipe, and make with it. `set -x` then shows
 # the command as it runs, DSN included.
 
-.PHONY: run test bench generate lint build
+.PHONY: run test bench fuzz generate lint build
 .DEFAULT_GOAL := build
 
 run:
@@ -22,6 +22,10 @@ test:
 bench:
 	@dsn=$$(go run ./cmd/devdb) && set -x && \
 	TURNSTILE_DSN="$$dsn" go test -run '^$$' -bench . -benchmem ./...
+
+# Each fuzz target for FUZZTIME (10s unless set), without MySQL.
+fuzz:
+	.ci/fuzz
 
 generate:
 	go tool templ generate

@@ -173,7 +173,8 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	if err := dec.Decode(dst); err != nil {
 		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body is not the JSON this route takes: " + jsonProblem(err)}
 	}
-	if dec.More() {
+	// More would miss a stray ] or }: only the end of the body may follow.
+	if _, err := dec.Token(); err != io.EOF {
 		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body has data after its JSON object"}
 	}
 	return nil

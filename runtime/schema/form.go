@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Field is one top-level property of an object schema, as a form shows it.
@@ -173,6 +174,10 @@ func FromForm(schema json.RawMessage, form map[string][]string) (json.RawMessage
 		var v string
 		if vs := form[f.Name]; len(vs) > 0 {
 			v = vs[0]
+		}
+		if !utf8.ValidString(v) {
+			msgs[f.Name] = "must be valid text (UTF-8)"
+			continue
 		}
 		t := strings.TrimSpace(v)
 		switch f.Type {
