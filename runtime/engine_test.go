@@ -256,14 +256,14 @@ func TestInputAnswersTheTool(t *testing.T) {
 	}
 }
 
-// Fifty people press Approve on the same form at once, on a hundred runs:
+// A hundred people press Approve on the same form at once, on a hundred runs:
 // exactly one continuation per run, and every order refunded once.
 func TestConcurrentDecisionsContinueOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("5,000 racing decisions")
 	}
 	f := newFixture(t, 0, refundYAML)
-	const runs, racers = 100, 50
+	const runs, racers = 100, 100
 	type target struct {
 		out   runtime.Outcome
 		order string
