@@ -64,6 +64,9 @@ func (e *Engine) continuation(run *Run, cfg *Configuration, state State, d *Deci
 // RunID is the id of the claimed run.
 func (c *Continuation) RunID() int64 { return c.run.ID }
 
+// OwnerID is the id of the user who owns the claimed run.
+func (c *Continuation) OwnerID() int64 { return c.run.OwnerID }
+
 // Run executes the run until it pauses or settles, telling obs of every
 // recorded step. It goes on when ctx is cancelled (a client that went away
 // must not stop a claimed run); only losing the lease or the database stops

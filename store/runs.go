@@ -105,56 +105,43 @@ func (s *Store) Messages(ctx context.Context, runID int64) ([][]byte, error) {
 // key on (run_id, turn_digest) makes a second decision of one turn
 // impossible even if the guard were wrong.
 func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
-	tx, err := s.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("store: claim run %d: %w", c.RunID, err)
-	}
-	defer tx.Rollback()
-	// Lock the row through its primary key before the guarded UPDATE: many
+	// One transaction in one round trip, like a step's Commit: the claim
+	// is on the path of every decision, before its first line. The row is
+	// locked through its primary key before the guarded UPDATE: many
 	// deciders racing for one run then queue on that one lock. Left to the
 	// UPDATE alone, InnoDB also takes locks on the status indexes the
-	// winner rewrites, and reports deadlocks among the racers.
-	var cur struct {
-		Status runtime.Status `db:"status"`
-		Digest string         `db:"turn_digest"`
-	}
-	err = tx.GetContext(ctx, &cur, `
-		SELECT status, COALESCE(turn_digest, '') AS turn_digest FROM runs WHERE id = ? FOR UPDATE`, c.RunID)
-	if err != nil {
-		return notFound(fmt.Sprintf("claim run %d", c.RunID), err)
-	}
-	if cur.Status != c.From || cur.Digest != c.Digest {
-		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
-	}
-	res, err := tx.ExecContext(ctx, `
-		UPDATE runs SET status = ?, claimed_by = NULLIF(?, ''),
+	// winner rewrites, and reports deadlocks among the racers. Every write
+	// after the UPDATE happens only if it won (@won).
+	d := c.Decision
+	var q strings.Builder
+	q.WriteString("START TRANSACTION;\nSET @won = 0;\n")
+	q.WriteString("SELECT id INTO @locked FROM runs WHERE id = ? FOR UPDATE;\n")
+	args := []any{c.RunID}
+	q.WriteString(`UPDATE runs SET status = ?, claimed_by = NULLIF(?, ''),
 			lease_expires_at = IF(? = '', NULL, NOW(6) + INTERVAL ? MICROSECOND),
 			decided_at = NOW(6), waiting_since = NULL, updated_at = NOW(6)
-		WHERE id = ? AND status = ? AND turn_digest = ?`,
-		c.To, c.ClaimedBy, c.ClaimedBy, micros(c.Lease), c.RunID, c.From, c.Digest)
-	if err := oneRow(res, err, runtime.ErrClaimLost); err != nil {
-		return fmt.Errorf("store: claim run %d: %w", c.RunID, err)
+		WHERE id = ? AND status = ? AND turn_digest = ?;` + "\n")
+	args = append(args, c.To, c.ClaimedBy, c.ClaimedBy, micros(c.Lease), c.RunID, c.From, c.Digest)
+	q.WriteString("SET @won = ROW_COUNT();\n")
+	q.WriteString(`INSERT INTO decisions (run_id, turn_digest, kind, scope, reason, input, decided_by, path)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE @won = 1;` + "\n")
+	args = append(args, c.RunID, c.Digest, d.Kind, d.Scope, d.Reason, nullJSON(d.Input), d.DecidedBy, d.Path)
+	for _, tool := range c.Standing {
+		q.WriteString(`INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)
+			SELECT ?, ?, ? FROM DUAL WHERE @won = 1;` + "\n")
+		args = append(args, c.RunID, tool, d.DecidedBy)
 	}
-	d := c.Decision
-	_, err = tx.ExecContext(ctx, `
-		INSERT INTO decisions (run_id, turn_digest, kind, scope, reason, input, decided_by, path)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.RunID, c.Digest, d.Kind, d.Scope, d.Reason, nullJSON(d.Input), d.DecidedBy, d.Path)
+	q.WriteString("COMMIT")
+	res, err := s.script(ctx, q.String(), args)
 	if isDuplicate(err) {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
 	}
 	if err != nil {
-		return fmt.Errorf("store: claim run %d: record decision: %w", c.RunID, err)
-	}
-	for _, tool := range c.Standing {
-		if _, err := tx.ExecContext(ctx, `
-			INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by) VALUES (?, ?, ?)`,
-			c.RunID, tool, d.DecidedBy); err != nil {
-			return fmt.Errorf("store: claim run %d: standing approval: %w", c.RunID, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, err)
+	}
+	// The statements: START, SET, SELECT … FOR UPDATE, the UPDATE, …
+	if res.AllRowsAffected()[3] != 1 {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
 	}
 	return nil
 }

@@ -79,29 +79,38 @@ func (st *stream) flush() {
 }
 
 // keepalives sends line() whenever every passed without a line, until
-// stop is called, whatever the continuation is doing meanwhile.
+// stop is called, whatever the continuation is doing meanwhile. It holds
+// no goroutine between keepalives — a timer's function runs only when
+// one may be due — which matters with thousands of streams open.
 func (st *stream) keepalives(every time.Duration, line func() any) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTimer(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			st.mu.Lock()
-			due := st.last.Add(every)
-			st.mu.Unlock()
-			if wait := time.Until(due); wait > 0 {
-				t.Reset(wait)
-				continue
-			}
-			st.send(lineKeepalive, line())
-			t.Reset(every)
+	var (
+		mu      sync.Mutex // held while a keepalive goes out, so stop waits for it
+		stopped bool
+		t       *time.Timer
+	)
+	fire := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
-	})
-	return func() { close(done); wg.Wait() }
+		st.mu.Lock()
+		due := st.last.Add(every)
+		st.mu.Unlock()
+		if wait := time.Until(due); wait > 0 {
+			t.Reset(wait)
+			return
+		}
+		st.send(lineKeepalive, line())
+		t.Reset(every)
+	}
+	mu.Lock()
+	t = time.AfterFunc(every, fire)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/alexedwards/scs/mysqlstore"
@@ -66,6 +67,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	if *maxContinuations < 1 || *workers < 0 {
 		return errors.New("--max-continuations must be at least 1 and --workers at least 0")
 	}
+	warnFileLimit(log, *maxContinuations)
 	sessions := scs.New()
 	sessionStore := mysqlstore.NewWithCleanupInterval(a.db.DB, 5*time.Minute)
 	defer sessionStore.StopCleanup()
@@ -114,4 +116,23 @@ func serve(ctx context.Context, args []string, e env) error {
 	}
 	stopWorkers(sctx)
 	return shutdownErr
+}
+
+// warnFileLimit says at start when the open-file limit cannot hold a
+// stream per continuation slot: beyond it, Accept fails with EMFILE and
+// the listener backs off, so new requests stall instead of being refused.
+// Go already raised the soft limit to the hard one; only the hard limit
+// (ulimit -Hn, LimitNOFILE= in systemd) can give more.
+func warnFileLimit(log *slog.Logger, maxContinuations int) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return
+	}
+	// Each continuation holds its client's socket; the pool, the listener
+	// and the log take a few more.
+	if need := uint64(maxContinuations) + 256; lim.Cur < need {
+		log.Warn("the open-file limit is below what --max-continuations needs",
+			"limit", lim.Cur, "max_continuations", maxContinuations, "need", need,
+			"hint", "raise the hard limit: ulimit -n 65536, or LimitNOFILE=65536 under systemd")
+	}
 }

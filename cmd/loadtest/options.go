@@ -1,0 +1,257 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The phases, in the order they run.
+const (
+	phaseStreams   = "streams"
+	phaseFirstLine = "first-line"
+	phaseDurable   = "durable"
+)
+
+var allPhases = []string{phaseStreams, phaseFirstLine, phaseDurable}
+
+// maxHold is the longest hold: slow_task works for at most 120 s.
+const maxHold = 120 * time.Second
+
+// options are the command's flags, validated.
+type options struct {
+	url   *url.URL
+	token string
+	dsn   string
+	user  string
+
+	phases []string
+
+	streams         int
+	hold            time.Duration
+	openConcurrency int
+	keepalive       time.Duration
+	pid             int
+	sampleEvery     time.Duration
+
+	firstLineN      int
+	firstLineRounds int
+	firstLineSerial int
+
+	durableN           int
+	durableConcurrency int
+
+	firstLineHold    time.Duration
+	setupConcurrency int
+	printConfig      string
+}
+
+const usageText = `Usage: loadtest [flags]
+
+loadtest drives a turnstile server that is already running and prints a
+Markdown table of what it measured against the targets of SPEC §9:
+
+  streams     --streams runs wait for approval on a configuration whose
+              continuation then works silently for --hold (slow_task); all of
+              them are approved at once as streamed decisions (POST
+              /api/runs/:id/decisions, Accept: application/x-ndjson) and held
+              open. Measures the server's RSS before and at the peak, memory
+              per open continuation, and keepalive lateness: for every
+              keepalive line, (arrival - previous line's arrival) - --keepalive.
+  first-line  --first-line-n streamed decisions posted at the same moment,
+              --first-line-rounds times: time from sending the POST to the
+              first NDJSON line (the approval step's); before that,
+              --first-line-serial decisions one at a time, for the floor.
+  durable     --durable-n decisions posted as fast as --durable-concurrency
+              clients can: durable decisions recorded per second. The server
+              must take the durable path (serve --decision-path durable
+              --workers 0), which answers 202.
+
+With --dsn (the server's database) it creates its user, a token, the load
+configurations and the waiting runs itself, in bulk; TURNSTILE_STATE_KEYS
+must then be the server's. Without --dsn it needs --token (scopes run:start
+and run:decide) and the configurations applied beforehand:
+  loadtest --print-config hold --hold 90s > hold.yaml   (likewise first-line,
+  quick) and turnstile config apply hold.yaml.
+
+The server's RSS and CPU time, and a local database server's CPU time, are
+read from /proc (the processes listening on the ports of --url and --dsn,
+or --pid); the report gives the CPU time per decision.
+
+The server needs one file descriptor per stream: start it under
+"ulimit -n 65536" (Go raises the soft limit to the hard one by itself), and
+with a long --lease (e.g. 10m) so that 10,000 held continuations do not
+renew their leases every 10 s. This command raises its own limit.
+
+Example, against "turnstile serve --keepalive 2s --max-continuations 20000
+--workers 0 --lease 10m":
+
+  go run ./cmd/loadtest --dsn 'root@tcp(127.0.0.1:3306)/turnstile_load' \
+      --keepalive 2s --phases streams,first-line
+
+Flags:
+`
+
+// parseOptions reads the flags; TURNSTILE_DSN is --dsn's default. It
+// returns flag.ErrHelp for --help, and an error naming the flag for any
+// value out of range.
+func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageText)
+		fs.PrintDefaults()
+	}
+	o := &options{}
+	rawURL := fs.String("url", "http://127.0.0.1:8080", "base URL of the running server")
+	fs.StringVar(&o.token, "token", "", "bearer token (tst_…) with run:start and run:decide; created when --dsn is given and this is empty")
+	fs.StringVar(&o.dsn, "dsn", getenv("TURNSTILE_DSN"), "the server's MySQL DSN, to create the user, token, configurations and waiting runs directly [TURNSTILE_DSN]")
+	fs.StringVar(&o.user, "user", "loadtest", "with --dsn: the user that owns the runs and decides them (created when absent, with the approve grant and no password)")
+	phases := fs.String("phases", strings.Join(allPhases, ","), "comma-separated phases to run: streams, first-line, durable")
+	fs.IntVar(&o.streams, "streams", 10000, "streams phase: concurrent streamed continuations")
+	fs.DurationVar(&o.hold, "hold", 90*time.Second, "streams phase: how long each continuation works silently after the approval (at most 120s)")
+	fs.IntVar(&o.openConcurrency, "open-concurrency", 256, "streams phase: decisions posted at once while the streams open (a stream frees its slot at its first line)")
+	fs.DurationVar(&o.keepalive, "keepalive", 2*time.Second, "the server's --keepalive: keepalive lateness is measured against it")
+	fs.IntVar(&o.pid, "pid", 0, "pid of the server, for its RSS; found by the listening port of --url when 0")
+	fs.DurationVar(&o.sampleEvery, "sample-every", 250*time.Millisecond, "how often the server's RSS is sampled")
+	fs.IntVar(&o.firstLineN, "first-line-n", 100, "first-line phase: decisions posted at the same moment")
+	fs.IntVar(&o.firstLineRounds, "first-line-rounds", 5, "first-line phase: how many times")
+	fs.IntVar(&o.firstLineSerial, "first-line-serial", 20, "first-line phase: decisions posted one at a time first, for the floor without contention (0: none)")
+	fs.IntVar(&o.durableN, "durable-n", 5000, "durable phase: decisions")
+	fs.IntVar(&o.durableConcurrency, "durable-concurrency", 64, "durable phase: concurrent clients")
+	fs.IntVar(&o.setupConcurrency, "setup-concurrency", 32, "runs started at once while preparing a phase")
+	fs.DurationVar(&o.firstLineHold, "first-line-hold", 2*time.Second, "first-line phase: how long each continuation works silently after its first line, so that a burst's continuations do not finish while the rest of it waits")
+	fs.StringVar(&o.printConfig, "print-config", "", "print the hold, first-line or quick configuration as YAML for \"turnstile config apply\" (needed without --dsn), and exit")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if o.url, err = parseBaseURL(*rawURL); err != nil {
+		return nil, err
+	}
+	if o.phases, err = parsePhases(*phases); err != nil {
+		return nil, err
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// parseBaseURL accepts an http(s) URL with a host and nothing after the
+// path's root.
+func parseBaseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(raw, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--url must be an http:// or https:// URL with a host, like http://127.0.0.1:8080, not %q", raw)
+	}
+	if u.Path != "" || u.RawQuery != "" {
+		return nil, fmt.Errorf("--url is the server's base URL, without a path or query, not %q", raw)
+	}
+	return u, nil
+}
+
+// parsePhases reads a comma-separated list of known phases, each at most
+// once, and returns them in the order they run.
+func parsePhases(csv string) ([]string, error) {
+	seen := map[string]bool{}
+	for _, p := range strings.Split(csv, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !slices.Contains(allPhases, p) {
+			return nil, fmt.Errorf("--phases: unknown phase %q (want %s)", p, strings.Join(allPhases, ", "))
+		}
+		if seen[p] {
+			return nil, fmt.Errorf("--phases: %q is named twice", p)
+		}
+		seen[p] = true
+	}
+	if len(seen) == 0 {
+		return nil, errors.New("--phases names no phase")
+	}
+	var out []string
+	for _, p := range allPhases {
+		if seen[p] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (o *options) validate() error {
+	switch {
+	case o.printConfig != "" && !slices.Contains(configNames, o.printConfig):
+		return fmt.Errorf("--print-config must be %s, not %q", strings.Join(configNames, ", "), o.printConfig)
+	case o.printConfig != "":
+		// Only --hold matters for printing.
+	case o.dsn == "" && o.token == "":
+		return errors.New("give --dsn (the server's database; the command creates its own token and runs) or --token")
+	case o.token != "" && !strings.HasPrefix(o.token, "tst_"):
+		return errors.New("--token must be a tst_… token from turnstile token create")
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"--streams", o.streams}, {"--open-concurrency", o.openConcurrency}, {"--first-line-n", o.firstLineN},
+		{"--first-line-rounds", o.firstLineRounds}, {"--durable-n", o.durableN},
+		{"--durable-concurrency", o.durableConcurrency}, {"--setup-concurrency", o.setupConcurrency}} {
+		if c.v < 1 {
+			return fmt.Errorf("%s must be at least 1, not %d", c.name, c.v)
+		}
+	}
+	switch {
+	case o.firstLineSerial < 0:
+		return fmt.Errorf("--first-line-serial must be 0 or more, not %d", o.firstLineSerial)
+	case o.pid < 0:
+		return fmt.Errorf("--pid must be a process id, not %d", o.pid)
+	case o.keepalive <= 0:
+		return fmt.Errorf("--keepalive must be positive, not %s", o.keepalive)
+	case o.sampleEvery <= 0:
+		return fmt.Errorf("--sample-every must be positive, not %s", o.sampleEvery)
+	case o.hold < time.Second || o.hold > maxHold:
+		return fmt.Errorf("--hold must be between 1s and %s (slow_task's limit), not %s", maxHold, o.hold)
+	case o.hold%time.Second != 0:
+		return fmt.Errorf("--hold must be whole seconds, not %s", o.hold)
+	case o.firstLineHold < 0 || o.firstLineHold > maxHold || o.firstLineHold%time.Second != 0:
+		return fmt.Errorf("--first-line-hold must be whole seconds between 0s and %s, not %s", maxHold, o.firstLineHold)
+	case slices.Contains(o.phases, phaseStreams) && o.hold < 2*o.keepalive:
+		return fmt.Errorf("--hold (%s) must be at least twice --keepalive (%s), or a held stream sees no keepalive to time", o.hold, o.keepalive)
+	}
+	return nil
+}
+
+// serverPort is the TCP port of the base URL.
+func (o *options) serverPort() int {
+	port := o.url.Port()
+	if port == "" {
+		if o.url.Scheme == "https" {
+			return 443
+		}
+		return 80
+	}
+	var p int
+	fmt.Sscan(port, &p)
+	return p
+}
+
+// loopback reports whether the URL's host is this machine, where the
+// server's RSS can be read.
+func (o *options) loopback() bool {
+	host := o.url.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
