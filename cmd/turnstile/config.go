@@ -53,11 +53,7 @@ func configCommand(ctx context.Context, args []string, e env) error {
 			return fmt.Errorf("config apply: %w", err)
 		}
 	}
-	log, err := newLogger(e.stderr, "warn")
-	if err != nil {
-		return err
-	}
-	a, err := open(ctx, d, log)
+	a, err := openLogged(ctx, d, e, "warn")
 	if err != nil {
 		return err
 	}

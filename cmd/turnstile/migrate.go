@@ -13,11 +13,7 @@ func migrate(ctx context.Context, args []string, e env) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	log, err := newLogger(e.stderr, "info")
-	if err != nil {
-		return err
-	}
-	a, err := open(ctx, d, log)
+	a, err := openLogged(ctx, d, e, "info")
 	if err != nil {
 		return err
 	}

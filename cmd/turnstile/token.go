@@ -53,11 +53,7 @@ func token(ctx context.Context, args []string, e env) error {
 	case args[0] == "revoke" && *id <= 0:
 		return errors.New("token revoke: --id is required (see turnstile token list)")
 	}
-	log, err := newLogger(e.stderr, "warn")
-	if err != nil {
-		return err
-	}
-	a, err := open(ctx, d, log)
+	a, err := openLogged(ctx, d, e, "warn")
 	if err != nil {
 		return err
 	}

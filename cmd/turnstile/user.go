@@ -31,11 +31,7 @@ func user(ctx context.Context, args []string, e env) error {
 	if err := fs.parse(args[1:]); err != nil {
 		return err
 	}
-	log, err := newLogger(e.stderr, "warn")
-	if err != nil {
-		return err
-	}
-	a, err := open(ctx, d, log)
+	a, err := openLogged(ctx, d, e, "warn")
 	if err != nil {
 		return err
 	}

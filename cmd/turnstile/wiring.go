@@ -95,6 +95,16 @@ func (d *dbFlags) sealer(log *slog.Logger) (runtime.Sealer, error) {
 	return k, nil
 }
 
+// openLogged is open with the JSON logger at a level, for the commands that
+// need the logger for nothing else.
+func openLogged(ctx context.Context, d dbFlags, e env, level string) (*app, error) {
+	log, err := newLogger(e.stderr, level)
+	if err != nil {
+		return nil, err
+	}
+	return open(ctx, d, log)
+}
+
 // open connects, migrates, and wires the engine.
 func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 	if d.dsn == "" {

@@ -82,18 +82,14 @@ func work(ctx context.Context, args []string, e env) error {
 	if *n <= 0 {
 		return errors.New("--workers must be at least 1")
 	}
-	log, err := newLogger(e.stderr, *logLevel)
-	if err != nil {
-		return err
-	}
-	a, err := open(ctx, d, log)
+	a, err := openLogged(ctx, d, e, *logLevel)
 	if err != nil {
 		return err
 	}
 	defer a.close()
 	stop := startWorkers(ctx, a, *n)
 	<-ctx.Done()
-	log.Info("shutting down", "timeout", shutdownTimeout.String())
+	a.log.Info("shutting down", "timeout", shutdownTimeout.String())
 	wait, cancel := context.WithTimeout(context.WithoutCancel(ctx), *shutdownTimeout)
 	defer cancel()
 	stop(wait)
