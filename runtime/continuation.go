@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -46,7 +48,8 @@ type Continuation struct {
 
 	provider    Provider
 	standing    map[string]bool
-	stored      int // how many transcript messages are stored
+	stored      int    // how many transcript messages are stored
+	checkpoint  []byte // the state as last stored, before sealing
 	seq         int
 	steps       int
 	obs         Observer
@@ -162,33 +165,26 @@ func (c *Continuation) execute(ctx context.Context) Outcome {
 
 // load reads what the holder needs beyond the claimed row.
 func (c *Continuation) load(ctx context.Context) error {
-	var err error
-	if c.seq, err = c.e.store.LastSeq(ctx, c.run.ID); err != nil {
+	r, err := c.e.store.Resume(ctx, c.run.ID, c.stored == 0 && !c.unreadable)
+	if err != nil {
 		return err
 	}
+	c.seq = r.LastSeq
 	if c.unreadable {
 		return nil
 	}
 	if c.stored == 0 {
-		blobs, err := c.e.store.Messages(ctx, c.run.ID)
-		if err != nil {
-			return err
-		}
-		if c.state.Messages, err = c.e.decodeMessages(blobs); err != nil {
+		if c.state.Messages, err = c.e.decodeMessages(r.Messages); err != nil {
 			// No holder will ever read them: settle rather than be
 			// recovered again and again.
 			c.e.log.Warn("transcript cannot be read", "run", c.run.ID, "err", err)
 			c.unreadable = true
 			return nil
 		}
-		c.stored = len(blobs)
+		c.stored = len(r.Messages)
 	}
-	tools, err := c.e.store.StandingApprovals(ctx, c.run.ID)
-	if err != nil {
-		return err
-	}
-	c.standing = make(map[string]bool, len(tools))
-	for _, t := range tools {
+	c.standing = make(map[string]bool, len(r.Standing))
+	for _, t := range r.Standing {
 		c.standing[t] = true
 	}
 	c.interrupted = c.run.PendingEffect
@@ -527,11 +523,17 @@ func (c *Continuation) stopped(err error) Outcome {
 // is how long the step ran before its commit.
 func (c *Continuation) record(ctx context.Context, kind EventKind, round int, took time.Duration, p payload, edit func(*Commit)) error {
 	start := time.Now()
-	blob, added := c.run.State, [][]byte(nil) // an unreadable state is kept as it is
+	var plain, blob []byte // blob stays nil when the state is unreadable or unchanged
+	var added [][]byte
 	if !c.unreadable {
 		var err error
-		if blob, err = c.e.encodeState(c.state); err != nil {
-			return err
+		if plain, err = json.Marshal(c.state); err != nil {
+			return fmt.Errorf("runtime: encode state: %w", err)
+		}
+		if !bytes.Equal(plain, c.checkpoint) {
+			if blob, err = c.e.sealer.Seal(plain); err != nil {
+				return err
+			}
 		}
 		if added, err = c.e.encodeMessages(c.state.Messages[c.stored:]); err != nil {
 			return err
@@ -552,7 +554,7 @@ func (c *Continuation) record(ctx context.Context, kind EventKind, round int, to
 	if err != nil {
 		return err
 	}
-	c.stored = len(c.state.Messages)
+	c.stored, c.checkpoint = len(c.state.Messages), plain
 	if kind == "" {
 		return nil
 	}

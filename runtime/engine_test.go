@@ -66,13 +66,13 @@ func TestDenialIsAToolResultTheModelSees(t *testing.T) {
 	if got := f.refunds(t, order); got != 0 {
 		t.Errorf("refunds = %d after a denial, want 0", got)
 	}
-	blobs, err := f.st.Messages(context.Background(), out.RunID)
+	res, err := f.st.Resume(context.Background(), out.RunID, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var found bool
 	var msgs []runtime.Message
-	for _, b := range blobs {
+	for _, b := range res.Messages {
 		var m runtime.Message
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)

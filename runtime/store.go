@@ -20,8 +20,9 @@ type Store interface {
 	// CreateRun inserts a run with its first transcript messages, running
 	// and claimed by r.ClaimedBy for the lease, or queued, and sets its ID.
 	CreateRun(ctx context.Context, r *Run, messages [][]byte, lease time.Duration) error
-	// Messages returns a run's sealed transcript messages in order.
-	Messages(ctx context.Context, runID int64) ([][]byte, error)
+	// Resume returns what the holder of a claimed run needs beyond its
+	// row, in one round trip: see Resumed.
+	Resume(ctx context.Context, runID int64, withMessages bool) (Resumed, error)
 	// Claim moves a waiting run on and records its decision in one
 	// transaction; ErrClaimLost when the guard or the decision's unique key
 	// says someone else won.
@@ -47,12 +48,8 @@ type Store interface {
 	ContinuingRuns(ctx context.Context, userID int64, limit int) ([]*Run, error)
 	// Events returns a run's events after a seq, in order.
 	Events(ctx context.Context, runID int64, afterSeq int) ([]Event, error)
-	// LastSeq returns the highest event seq of a run, 0 when it has none.
-	LastSeq(ctx context.Context, runID int64) (int, error)
 	// Decision returns the decision recorded for a turn, or ErrNotFound.
 	Decision(ctx context.Context, runID int64, digest string) (*DecisionRecord, error)
-	// StandingApprovals returns the tool names approved for the whole run.
-	StandingApprovals(ctx context.Context, runID int64) ([]string, error)
 	// RequestCancel flags a running run for cancellation at its next step
 	// boundary; ErrClaimLost when it is not running any more.
 	RequestCancel(ctx context.Context, runID int64) error
@@ -65,6 +62,17 @@ type Store interface {
 	// CancelIdle cancels a run nobody holds (queued, waiting or decided) and
 	// records the events, guarded by its status; ErrClaimLost when it moved.
 	CancelIdle(ctx context.Context, runID int64, from Status, events []Event) error
+}
+
+// Resumed is what a continuation reads when it starts.
+type Resumed struct {
+	// LastSeq is the highest event seq of the run, 0 when it has none.
+	LastSeq int
+	// Messages are the run's sealed transcript messages in order; nil when
+	// not asked for.
+	Messages [][]byte
+	// Standing are the tool names approved for the whole run.
+	Standing []string
 }
 
 // Claim is the atomic claim of a waiting run.
@@ -112,7 +120,9 @@ type Commit struct {
 	RunID     int64
 	ClaimedBy string
 	Event     Event
-	State     []byte
+	// State is the sealed checkpoint; nil keeps the stored one, which the
+	// step did not change.
+	State []byte
 	// Messages are the sealed transcript messages this step added; the
 	// first of them has index FirstMessage.
 	Messages     [][]byte

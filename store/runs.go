@@ -89,14 +89,40 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, messages [][]byte
 	return nil
 }
 
-// Messages returns a run's sealed transcript messages in order.
-func (s *Store) Messages(ctx context.Context, runID int64) ([][]byte, error) {
-	var bodies [][]byte
-	if err := s.db.SelectContext(ctx, &bodies, `
-		SELECT body FROM run_messages WHERE run_id = ? ORDER BY idx`, runID); err != nil {
-		return nil, fmt.Errorf("store: messages of run %d: %w", runID, err)
+// Resume returns in one round trip what the holder of a claimed run needs
+// beyond its row: the last event seq, the sealed transcript (when asked
+// for) and the tools approved for the whole run. The three parts come as
+// one result, told apart by its first column.
+func (s *Store) Resume(ctx context.Context, runID int64, withMessages bool) (runtime.Resumed, error) {
+	var r runtime.Resumed
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT 0 AS part, COALESCE(MAX(seq), 0) AS n, NULL AS body FROM run_events WHERE run_id = ?
+		UNION ALL SELECT 1, idx, body FROM run_messages WHERE run_id = ? AND ?
+		UNION ALL SELECT 2, 0, tool_name FROM standing_approvals WHERE run_id = ?
+		ORDER BY part, n`, runID, runID, withMessages, runID)
+	if err != nil {
+		return r, fmt.Errorf("store: resume run %d: %w", runID, err)
 	}
-	return bodies, nil
+	defer rows.Close()
+	for rows.Next() {
+		var part, n int
+		var body []byte
+		if err := rows.Scan(&part, &n, &body); err != nil {
+			return r, fmt.Errorf("store: resume run %d: %w", runID, err)
+		}
+		switch part {
+		case 0:
+			r.LastSeq = n
+		case 1:
+			r.Messages = append(r.Messages, body)
+		default:
+			r.Standing = append(r.Standing, string(body))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return r, fmt.Errorf("store: resume run %d: %w", runID, err)
+	}
+	return r, nil
 }
 
 // Claim moves a waiting run on and records its decision in one
@@ -147,36 +173,53 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 }
 
 // Commit records one step in one transaction and one round trip: the
-// holder-guarded UPDATE of the run (checkpoint, lease, and the next status
+// holder-guarded UPDATE of the run (lease, checkpoint, and the next status
 // when the step suspends or settles it), the event, the step's new
 // transcript messages and the decision's bookkeeping travel as one
-// multi-statement packet. Each write after the
-// UPDATE runs only if the guard held (@held), so a holder that lost its
-// lease writes nothing. The UPDATE also hands back the cancel flag through
-// LAST_INSERT_ID(expr), which arrives in the same OK packet: checking for
-// cancellation at every step boundary costs nothing extra.
+// multi-statement packet. Each write after the UPDATE runs only if the
+// guard held, so a holder that lost its lease writes nothing. The UPDATE
+// also hands back the cancel flag through LAST_INSERT_ID(expr), which
+// arrives in the same OK packet: checking for cancellation at every step
+// boundary costs nothing extra.
 func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	set, args := runUpdate(c)
-	guard := ""
+	cancelGuard := ""
 	if c.Status.Waiting() {
 		// A cancel request wins over a suspension: nobody should be asked
 		// to decide a run its owner cancelled.
-		guard = " AND cancel_requested = 0"
+		cancelGuard = " AND cancel_requested = 0"
 	}
 	var q strings.Builder
 	q.WriteString("START TRANSACTION;\nUPDATE runs SET " + set +
-		", cancel_requested = LAST_INSERT_ID(cancel_requested) WHERE id = ? AND status = 'running' AND claimed_by = ?" + guard + ";\n")
+		", cancel_requested = LAST_INSERT_ID(cancel_requested) WHERE id = ? AND status = 'running' AND claimed_by = ?" + cancelGuard + ";\n")
 	args = append(args, c.RunID, c.ClaimedBy)
-	q.WriteString("SET @held = ROW_COUNT();\n")
+	// On a plain step the event and the messages are chained on the
+	// statement before them, which wrote rows only if the UPDATE held
+	// (ROW_COUNT() of the messages' INSERT sees the event's). The
+	// decision's bookkeeping may rightly change no row, so a step that
+	// carries it keeps the UPDATE's count in @held instead: one statement
+	// more, on the rare steps only.
+	held := "ROW_COUNT() = 1"
+	if c.Executed != "" || c.Outcome != "" {
+		q.WriteString("SET @held = ROW_COUNT();\n")
+		held = "@held = 1"
+	}
 	e := c.Event
 	if e.Kind != "" {
 		q.WriteString(`INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload)
-			SELECT ?, ?, ?, ?, ?, ? FROM DUAL WHERE @held = 1;` + "\n")
+			SELECT ?, ?, ?, ?, ?, ? FROM DUAL WHERE ` + held + ";\n")
 		args = append(args, c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, string(e.Payload))
 	}
-	for i, m := range c.Messages {
-		q.WriteString(`INSERT INTO run_messages (run_id, idx, body) SELECT ?, ?, ? FROM DUAL WHERE @held = 1;` + "\n")
-		args = append(args, c.RunID, c.FirstMessage+i, m)
+	if len(c.Messages) > 0 {
+		q.WriteString("INSERT INTO run_messages (run_id, idx, body)")
+		for i, m := range c.Messages {
+			if i > 0 {
+				q.WriteString(" UNION ALL")
+			}
+			q.WriteString(" SELECT ?, ?, ? FROM DUAL WHERE " + held)
+			args = append(args, c.RunID, c.FirstMessage+i, m)
+		}
+		q.WriteString(";\n")
 	}
 	if c.Executed != "" {
 		q.WriteString(`UPDATE decisions SET executed_at = NOW(6)
@@ -214,32 +257,35 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 
 // runUpdate is the SET clause of a step's UPDATE and its arguments. A step
 // that keeps the run running renews the lease; one that suspends opens a
-// new turn; one that settles or hands the run back releases the claim.
+// new turn; one that settles or hands the run back releases the claim. The
+// state is written only when the step changed it (most tool steps do not).
 func runUpdate(c runtime.Commit) (string, []any) {
-	usage := []any{c.Iterations, c.Usage.InputTokens, c.Usage.OutputTokens}
+	var set string
+	var args []any
 	switch {
 	case c.Status.Waiting():
-		return `status = ?, state = ?, turn = turn + 1, turn_digest = ?, claimed_by = NULL,
-			lease_expires_at = NULL, pending_effect = NULL, iterations = ?, input_tokens = ?,
-			output_tokens = ?, waiting_since = NOW(6), updated_at = NOW(6)`,
-			append([]any{c.Status, c.State, c.TurnDigest}, usage...)
+		set = `status = ?, turn = turn + 1, turn_digest = ?, claimed_by = NULL,
+			lease_expires_at = NULL, pending_effect = NULL, waiting_since = NOW(6)`
+		args = []any{c.Status, c.TurnDigest}
 	case c.Status == runtime.StatusDecided || c.Status == runtime.StatusQueued:
 		// Handed back for a worker to finish (a draining server).
-		return `status = ?, state = ?, claimed_by = NULL, lease_expires_at = NULL,
-			pending_effect = NULL, iterations = ?, input_tokens = ?, output_tokens = ?,
-			decided_at = COALESCE(decided_at, NOW(6)), updated_at = NOW(6)`,
-			append([]any{c.Status, c.State}, usage...)
+		set = `status = ?, claimed_by = NULL, lease_expires_at = NULL, pending_effect = NULL,
+			decided_at = COALESCE(decided_at, NOW(6))`
+		args = []any{c.Status}
 	case c.Status.Terminal():
-		return `status = ?, state = ?, claimed_by = NULL, lease_expires_at = NULL,
-			pending_effect = NULL, termination_reason = NULLIF(?, ''), answer = ?, iterations = ?,
-			input_tokens = ?, output_tokens = ?, updated_at = NOW(6)`,
-			append([]any{c.Status, c.State, c.TerminationReason, c.Answer}, usage...)
+		set = `status = ?, claimed_by = NULL, lease_expires_at = NULL, pending_effect = NULL,
+			termination_reason = NULLIF(?, ''), answer = ?`
+		args = []any{c.Status, c.TerminationReason, c.Answer}
 	default:
-		return `state = ?, lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND,
-			pending_effect = NULLIF(?, ''), iterations = ?, input_tokens = ?, output_tokens = ?,
-			updated_at = NOW(6)`,
-			append([]any{c.State, micros(c.Lease), c.PendingEffect}, usage...)
+		set = `lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND, pending_effect = NULLIF(?, '')`
+		args = []any{micros(c.Lease), c.PendingEffect}
 	}
+	if c.State != nil {
+		set += ", state = ?"
+		args = append(args, c.State)
+	}
+	set += ", iterations = ?, input_tokens = ?, output_tokens = ?, updated_at = NOW(6)"
+	return set, append(args, c.Iterations, c.Usage.InputTokens, c.Usage.OutputTokens)
 }
 
 // script runs a multi-statement script on one connection and returns the
@@ -364,16 +410,6 @@ func (s *Store) Decision(ctx context.Context, runID int64, digest string) (*runt
 		return nil, notFound(fmt.Sprintf("decision of run %d", runID), err)
 	}
 	return &d, nil
-}
-
-// StandingApprovals returns the tool names approved for the whole run.
-func (s *Store) StandingApprovals(ctx context.Context, runID int64) ([]string, error) {
-	var tools []string
-	err := s.db.SelectContext(ctx, &tools, `SELECT tool_name FROM standing_approvals WHERE run_id = ?`, runID)
-	if err != nil {
-		return nil, fmt.Errorf("store: standing approvals of run %d: %w", runID, err)
-	}
-	return tools, nil
 }
 
 // RequestCancel flags a running run; its holder cancels it at the next step

@@ -234,7 +234,7 @@ type eventRow struct {
 func checkEvents(t *testing.T, db *sqlx.DB, id int64) []eventRow {
 	t.Helper()
 	var evs []eventRow
-	if err := db.Select(&evs, `SELECT seq, kind, payload FROM run_events WHERE run_id = ? ORDER BY seq, id`, id); err != nil {
+	if err := db.Select(&evs, `SELECT seq, kind, payload FROM run_events WHERE run_id = ? ORDER BY seq`, id); err != nil {
 		t.Fatal(err)
 	}
 	for i, e := range evs {

@@ -253,12 +253,12 @@ func (f *fixture) approve(t *testing.T, paused runtime.Outcome) runtime.Outcome 
 // results returns the tool results of a run's transcript, in order.
 func (f *fixture) results(t *testing.T, runID int64) []runtime.Message {
 	t.Helper()
-	blobs, err := f.st.Messages(context.Background(), runID)
+	res, err := f.st.Resume(context.Background(), runID, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []runtime.Message
-	for _, b := range blobs {
+	for _, b := range res.Messages {
 		var m runtime.Message
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,136 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store"
+	"github.com/turnstile-dev/turnstile/store/dbtest"
+)
+
+// counts is how many rows a run has in the tables a step writes.
+func counts(t *testing.T, st *store.Store, runID int64) (events, messages int) {
+	t.Helper()
+	evs, err := st.Events(context.Background(), runID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Resume(context.Background(), runID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(evs), len(res.Messages)
+}
+
+// TestCommitWritesOnlyForTheHolder checks the guard of every write a step
+// carries: the holder's step writes its event and all its messages and
+// keeps the stored state when it sends none; a step of a holder that lost
+// the run writes nothing at all, whichever way its script guards the writes.
+func TestCommitWritesOnlyForTheHolder(t *testing.T) {
+	db, _ := dbtest.New(t)
+	st := store.New(db)
+	ctx := context.Background()
+	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
+		Status: runtime.StatusRunning, State: []byte(`{"iterations":1}`), ClaimedBy: "holder", Prompt: "p"}
+	if err := st.CreateRun(ctx, r, [][]byte{[]byte(`{"role":"user"}`)}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	step := func(by string, seq int, edit func(*runtime.Commit)) (bool, error) {
+		c := runtime.Commit{RunID: r.ID, ClaimedBy: by, Lease: time.Minute, Status: runtime.StatusRunning,
+			Event:        runtime.Event{Seq: seq, Kind: runtime.KindTool, Payload: []byte(`{}`)},
+			Messages:     [][]byte{[]byte(`{"role":"tool","n":1}`), []byte(`{"role":"tool","n":2}`)},
+			FirstMessage: 1 + 2*(seq-1)}
+		if edit != nil {
+			edit(&c)
+		}
+		return st.Commit(ctx, c)
+	}
+
+	if _, err := step("holder", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if evs, msgs := counts(t, st, r.ID); evs != 1 || msgs != 3 {
+		t.Fatalf("after the holder's step: %d events, %d messages; want 1 and 3", evs, msgs)
+	}
+	got, err := st.Run(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.State) != `{"iterations":1}` {
+		t.Errorf("a step without a state replaced the stored one with %q", got.State)
+	}
+
+	for name, edit := range map[string]func(*runtime.Commit){
+		"plain step":   nil,
+		"with outcome": func(c *runtime.Commit) { c.Outcome, c.OutcomeDigest = "completed", "d" },
+		"settle": func(c *runtime.Commit) {
+			c.Status, c.TerminationReason, c.State = runtime.StatusCompleted, "completed", []byte(`{"x":1}`)
+		},
+	} {
+		_, err := step("intruder", 2, edit)
+		if !errors.Is(err, runtime.ErrLeaseLost) {
+			t.Errorf("%s by a non-holder: err = %v, want ErrLeaseLost", name, err)
+		}
+		if evs, msgs := counts(t, st, r.ID); evs != 1 || msgs != 3 {
+			t.Errorf("%s by a non-holder wrote: %d events, %d messages; want 1 and 3", name, evs, msgs)
+		}
+	}
+	got, err = st.Run(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != runtime.StatusRunning || got.ClaimedBy != "holder" || string(got.State) != `{"iterations":1}` {
+		t.Errorf("non-holders changed the run: %s by %q, state %q", got.Status, got.ClaimedBy, got.State)
+	}
+}
+
+// TestResumeReadsEveryPart checks the one query a continuation starts
+// with: the last seq, the transcript in order (only when asked for) and the
+// standing approvals, each told apart from the others.
+func TestResumeReadsEveryPart(t *testing.T) {
+	db, _ := dbtest.New(t)
+	st := store.New(db)
+	ctx := context.Background()
+	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
+		Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "holder", Prompt: "p"}
+	msgs := [][]byte{[]byte(`{"n":0}`), []byte(`{"n":1}`), []byte(`{"n":2}`)}
+	if err := st.CreateRun(ctx, r, msgs, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for seq := 1; seq <= 2; seq++ {
+		if _, err := st.Commit(ctx, runtime.Commit{RunID: r.ID, ClaimedBy: "holder", Lease: time.Minute,
+			Event: runtime.Event{Seq: seq, Kind: runtime.KindTool, Payload: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO standing_approvals (run_id, tool_name, granted_by) VALUES (?, 'refund_order', 1), (?, 'a_tool', 1)`, r.ID, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Resume(ctx, r.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LastSeq != 2 || len(got.Messages) != 3 || len(got.Standing) != 2 {
+		t.Fatalf("Resume = seq %d, %d messages, standing %q; want 2, 3, two tools", got.LastSeq, len(got.Messages), got.Standing)
+	}
+	for i, m := range got.Messages {
+		if want := fmt.Sprintf(`{"n":%d}`, i); string(m) != want {
+			t.Errorf("message %d = %s, want %s", i, m, want)
+		}
+	}
+	if !slices.Contains(got.Standing, "refund_order") || !slices.Contains(got.Standing, "a_tool") {
+		t.Errorf("standing = %q, want refund_order and a_tool", got.Standing)
+	}
+	without, err := st.Resume(ctx, r.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if without.LastSeq != 2 || without.Messages != nil || len(without.Standing) != 2 {
+		t.Errorf("Resume without messages = %+v", without)
+	}
+}
