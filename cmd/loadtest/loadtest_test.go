@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,6 +68,19 @@ func TestSummarizeSortsACopy(t *testing.T) {
 	}
 }
 
+func TestMedianOfInts(t *testing.T) {
+	in := []int{100, 3, 99, 100, 1}
+	if got := median(in); got != 99 {
+		t.Errorf("median(%v) = %d, want 99", in, got)
+	}
+	if in[0] != 100 || in[1] != 3 {
+		t.Errorf("median reordered its input: %v", in)
+	}
+	if got := median([]int(nil)); got != 0 {
+		t.Errorf("median(nil) = %d, want 0", got)
+	}
+}
+
 func parse(t *testing.T, env map[string]string, args ...string) (*options, error) {
 	t.Helper()
 	return parseOptions(args, func(k string) string { return env[k] }, io.Discard)
@@ -80,6 +99,9 @@ func TestParseOptionsDefaults(t *testing.T) {
 	}
 	if o.streams != 10000 || o.firstLineN != 100 || o.durableN != 5000 || o.keepalive != 2*time.Second {
 		t.Errorf("defaults: streams %d, first-line-n %d, durable-n %d, keepalive %s", o.streams, o.firstLineN, o.durableN, o.keepalive)
+	}
+	if o.steadyN != 100 || o.steadyDecisions != 1000 {
+		t.Errorf("defaults: steady-n %d, steady-decisions %d; want 100, 1000", o.steadyN, o.steadyDecisions)
 	}
 	for which, want := range map[string]string{configHold: "loadtest-hold-90s", configFirstLine: "loadtest-hold-2s", configQuick: "loadtest-quick"} {
 		if got := o.configID(which); got != want {
@@ -117,6 +139,10 @@ func TestParseOptionsRefusals(t *testing.T) {
 		{"no streams", dsn, []string{"--streams", "0"}, "--streams must be at least 1"},
 		{"no open concurrency", dsn, []string{"--open-concurrency", "0"}, "--open-concurrency"},
 		{"negative serial", dsn, []string{"--first-line-serial", "-1"}, "--first-line-serial"},
+		{"no steady clients", dsn, []string{"--steady-n", "0"}, "--steady-n must be at least 1, not 0"},
+		{"no steady decisions", dsn, []string{"--steady-decisions", "0"}, "--steady-decisions must be at least 1, not 0"},
+		{"more steady clients than decisions", dsn, []string{"--steady-n", "200", "--steady-decisions", "150"},
+			"--steady-n (200) must not exceed --steady-decisions (150)"},
 		{"no durable clients", dsn, []string{"--durable-concurrency", "0"}, "--durable-concurrency"},
 		{"hold beyond slow_task", dsn, []string{"--hold", "121s"}, "--hold must be between 1s and 2m0s"},
 		{"hold of a fraction", dsn, []string{"--hold", "10.5s"}, "whole seconds"},
@@ -145,7 +171,8 @@ func TestParseOptionsHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("err = %v, want flag.ErrHelp", err)
 	}
-	for _, want := range []string{"Usage: loadtest", "keepalive lateness", "--decision-path durable", "-streams"} {
+	for _, want := range []string{"Usage: loadtest", "keepalive lateness", "--decision-path durable", "-streams",
+		"Then the steady part", "--steady-decisions were posted", "-steady-n int"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q", want)
 		}
@@ -212,9 +239,12 @@ func TestReportRows(t *testing.T) {
 		streams: &streamsResult{n: 10000, opened: 10000, completed: 10000, peakOpen: 10000,
 			rssBefore: 100 << 20, rssPeak: 600 << 20, rssAllOpen: 590 << 20,
 			lateness: summary{n: 450000, p50: ms(1), p99: ms(1200), max: ms(2000)}},
-		firstLine: &firstLineResult{n: 100, rounds: 5, serialN: 20,
-			serial:    summary{n: 20, p50: ms(4), p99: ms(6)},
-			firstLine: summary{n: 500, p50: ms(4.5), p99: ms(19)}, headers: summary{n: 500}},
+		firstLine: &firstLineResult{n: 100, rounds: 5, serialN: 20, steadyN: 100, steadyDecisions: 1000,
+			serial: summary{n: 20, p50: ms(4), p99: ms(6)},
+			steady: summary{n: 1000, p50: ms(3.9), p99: ms(12), max: ms(30)}, steadyHeaders: summary{n: 1000, p50: ms(2), p99: ms(8)},
+			steadyInFlight: 100, steadyTime: 21 * time.Second,
+			// Far over the target, but a burst is a stress figure.
+			firstLine: summary{n: 500, p50: ms(160), p99: ms(240)}, headers: summary{n: 500}},
 		durable: &durableResult{n: 5000, concurrency: 64, recorded: 5000, elapsed: 4 * time.Second, verified: 4999},
 	}
 	byName := map[string]row{}
@@ -227,7 +257,9 @@ func TestReportRows(t *testing.T) {
 		{"memory per open continuation", "—", "51.2 KiB ((peak − before) / N); 50.2 KiB with all open"},
 		{"keepalive lateness p50 / p99 (max)", "**fail**", "1.00 ms / 1.20 s (2.00 s)"},
 		{"POST → first line p50 / p99, one at a time", "—", "4.00 ms / 6.00 ms"},
-		{"POST → first line p50 / p99, 100 at once", "pass", "4.50 ms / 19 ms"},
+		{"POST → first line p50 / p99, 100 in flight (steady)", "pass",
+			"3.90 ms / 12 ms (1,000 decisions; headers 2.00 ms / 8.00 ms; median 100 in flight)"},
+		{"POST → first line p50 / p99, 100 posted in the same instant", "—", "160 ms / 240 ms (500 decisions"},
 		// 1,250/s, but one decision is missing from the database.
 		{"durable decisions recorded per second", "**fail**", "1,250/s"},
 	}
@@ -241,18 +273,68 @@ func TestReportRows(t *testing.T) {
 			t.Errorf("row %q = %q, %s; want %q in it, %s", c.measurement, got.measured, got.verdict, c.measured, c.verdict)
 		}
 	}
+	// The issue's target is on the steady row, not on the burst's.
+	for measurement, target := range map[string]string{
+		"POST → first line p50 / p99, 100 in flight (steady)":         "≤ 5 ms / ≤ 20 ms",
+		"POST → first line p50 / p99, 100 posted in the same instant": "— (a stress figure)",
+	} {
+		if got := byName[measurement].target; got != target {
+			t.Errorf("row %q has target %q, want %q", measurement, got, target)
+		}
+	}
+	var out strings.Builder
+	r.write(&out)
+	for _, want := range []string{"- first-line: 1,520 runs prepared",
+		"20 one at a time, then 1,000 with 100 in flight in 21.00 s (47/s; first line max 30 ms), then 5 rounds of 100 at once"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestSteadyRowVerdict(t *testing.T) {
+	tests := []struct {
+		name     string
+		p50, p99 time.Duration
+		failures int
+		want     string
+	}{
+		{"within both", ms(5), ms(20), 0, "pass"},
+		{"p50 over", ms(5.1), ms(20), 0, "**fail**"},
+		{"p99 over", ms(2), ms(21), 0, "**fail**"},
+		{"a decision failed", ms(2), ms(3), 1, "**fail**"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &firstLineResult{steadyN: 100, steady: summary{n: 1000, p50: tt.p50, p99: tt.p99}, failures: tt.failures, firstErr: "x"}
+			if got := f.steadyRow().verdict; got != tt.want {
+				t.Errorf("verdict = %s, want %s", got, tt.want)
+			}
+			// The burst row never carries a verdict, however slow.
+			f.firstLine = summary{n: 500, p50: tt.p50, p99: tt.p99}
+			if got := f.burstRow().verdict; got != "—" {
+				t.Errorf("burst verdict = %s, want —", got)
+			}
+		})
+	}
 }
 
 func TestReportRowsOfFailedPhases(t *testing.T) {
 	r := &report{
 		streams:   &streamsResult{n: 10, failures: 10, firstErr: "connection refused", rssBefore: -1, rssPeak: -1},
-		firstLine: &firstLineResult{n: 100, failures: 1, firstErr: "401 Unauthorized"},
+		firstLine: &firstLineResult{n: 100, steadyN: 100, failures: 1, firstErr: "401 Unauthorized"},
 		durable:   &durableResult{n: 5, failures: 1, firstErr: errNotDurable.Error(), verified: -1},
 	}
 	for _, rw := range r.rows() {
 		if strings.HasPrefix(rw.measurement, "server RSS") {
 			if rw.measured != "not measured" {
 				t.Errorf("RSS row %q", rw.measured)
+			}
+			continue
+		}
+		if strings.HasSuffix(rw.measurement, "posted in the same instant") {
+			if rw.verdict != "—" || rw.measured != "no first line: 401 Unauthorized" {
+				t.Errorf("burst row %q, %s; want no first line, —", rw.measured, rw.verdict)
 			}
 			continue
 		}
@@ -424,5 +506,75 @@ func TestCPUNote(t *testing.T) {
 	}
 	if got := cpuNote(cpuSample{server: -1, db: -1}, 5, "decision"); got != "" {
 		t.Errorf("cpuNote of nothing known = %q", got)
+	}
+}
+
+// fakeRuns prepares runs 1…n without a server.
+type fakeRuns struct{}
+
+func (fakeRuns) waitingRuns(_ context.Context, _ string, n int) ([]waitingRun, error) {
+	runs := make([]waitingRun, n)
+	for i := range runs {
+		runs[i] = waitingRun{id: int64(i + 1), digest: "d"}
+	}
+	return runs, nil
+}
+
+// TestFirstLinePhaseKeepsSteadyNInFlight runs the phase against a server
+// whose continuations send a step, hold, then send "done": every run is
+// decided once, and the steady part keeps --steady-n streams open, never
+// more.
+func TestFirstLinePhaseKeepsSteadyNInFlight(t *testing.T) {
+	const hold = 30 * time.Millisecond
+	var (
+		mu            sync.Mutex
+		decided       = map[string]int{}
+		open, maxOpen atomic.Int64
+	)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("POST /api/runs/{id}/decisions", func(w http.ResponseWriter, r *http.Request) {
+		now := open.Add(1)
+		defer open.Add(-1)
+		for m := maxOpen.Load(); now > m && !maxOpen.CompareAndSwap(m, now); m = maxOpen.Load() {
+		}
+		mu.Lock()
+		decided[r.PathValue("id")]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		fmt.Fprintln(w, `{"event":"step","seq":1}`)
+		w.(http.Flusher).Flush()
+		time.Sleep(hold) // the continuation working silently
+		fmt.Fprintln(w, `{"event":"done"}`)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	o := &options{url: base, firstLineSerial: 2, steadyN: 4, steadyDecisions: 24, firstLineN: 3, firstLineRounds: 1, firstLineHold: hold}
+	l := &loadtest{o: o, c: newClient(base, "tst_x", 16), prep: fakeRuns{}, stderr: io.Discard}
+	defer l.c.close()
+
+	res := l.firstLinePhase(context.Background())
+	if res.failures != 0 {
+		t.Fatalf("%d failures, first: %s", res.failures, res.firstErr)
+	}
+	if res.completed != 29 || len(decided) != 29 {
+		t.Errorf("%d completed, %d runs decided; want 29 and 29", res.completed, len(decided))
+	}
+	for id, n := range decided {
+		if n != 1 {
+			t.Errorf("run %s decided %d times", id, n)
+		}
+	}
+	if res.serial.n != 2 || res.steady.n != 24 || res.steadyHeaders.n != 24 || res.firstLine.n != 3 {
+		t.Errorf("timed %d serial, %d steady (%d headers), %d burst; want 2, 24, 24, 3",
+			res.serial.n, res.steady.n, res.steadyHeaders.n, res.firstLine.n)
+	}
+	if res.steadyInFlight != 4 || maxOpen.Load() != 4 {
+		t.Errorf("median in flight %d, server saw at most %d open; want 4 and 4", res.steadyInFlight, maxOpen.Load())
+	}
+	// 24 decisions, 4 at a time, each held 30 ms: six holds at least.
+	if res.steadyTime < 6*hold {
+		t.Errorf("steady part took %s, less than six holds", res.steadyTime)
 	}
 }

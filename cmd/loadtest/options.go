@@ -43,6 +43,8 @@ type options struct {
 	firstLineN      int
 	firstLineRounds int
 	firstLineSerial int
+	steadyN         int
+	steadyDecisions int
 
 	durableN           int
 	durableConcurrency int
@@ -64,10 +66,18 @@ Markdown table of what it measured against the targets of SPEC §9:
               open. Measures the server's RSS before and at the peak, memory
               per open continuation, and keepalive lateness: for every
               keepalive line, (arrival - previous line's arrival) - --keepalive.
-  first-line  --first-line-n streamed decisions posted at the same moment,
-              --first-line-rounds times: time from sending the POST to the
-              first NDJSON line (the approval step's); before that,
-              --first-line-serial decisions one at a time, for the floor.
+  first-line  time from sending a streamed decision's POST to its first
+              NDJSON line (the approval step's); each continuation then works
+              silently for --first-line-hold. First --first-line-serial
+              decisions one at a time, for the floor. Then the steady part,
+              the target's reading of "100 concurrent decisions": --steady-n
+              clients each post a decision, read its stream to its end and
+              post the next at once, until --steady-decisions were posted, so
+              that --steady-n are in flight at all times; the clients start
+              spread over one --first-line-hold, so the decisions arrive
+              spread too. Last, --first-line-n decisions posted in the same
+              instant, --first-line-rounds times: a stress figure, which
+              queues them all for the server's CPU at once.
   durable     --durable-n decisions posted as fast as --durable-concurrency
               clients can: durable decisions recorded per second. The server
               must take the durable path (serve --decision-path durable
@@ -123,10 +133,12 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.IntVar(&o.firstLineN, "first-line-n", 100, "first-line phase: decisions posted at the same moment")
 	fs.IntVar(&o.firstLineRounds, "first-line-rounds", 5, "first-line phase: how many times")
 	fs.IntVar(&o.firstLineSerial, "first-line-serial", 20, "first-line phase: decisions posted one at a time first, for the floor without contention (0: none)")
+	fs.IntVar(&o.steadyN, "steady-n", 100, "first-line phase, steady part: decisions kept in flight at all times, by as many clients")
+	fs.IntVar(&o.steadyDecisions, "steady-decisions", 1000, "first-line phase, steady part: decisions posted in all (at least --steady-n)")
 	fs.IntVar(&o.durableN, "durable-n", 5000, "durable phase: decisions")
 	fs.IntVar(&o.durableConcurrency, "durable-concurrency", 64, "durable phase: concurrent clients")
 	fs.IntVar(&o.setupConcurrency, "setup-concurrency", 32, "runs started at once while preparing a phase")
-	fs.DurationVar(&o.firstLineHold, "first-line-hold", 2*time.Second, "first-line phase: how long each continuation works silently after its first line, so that a burst's continuations do not finish while the rest of it waits")
+	fs.DurationVar(&o.firstLineHold, "first-line-hold", 2*time.Second, "first-line phase: how long each continuation works silently after its first line, so that a burst's continuations do not finish while the rest of it waits; in the steady part, each client posts about one decision per hold")
 	fs.StringVar(&o.printConfig, "print-config", "", "print the hold, first-line or quick configuration as YAML for \"turnstile config apply\" (needed without --dsn), and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -204,7 +216,8 @@ func (o *options) validate() error {
 		name string
 		v    int
 	}{{"--streams", o.streams}, {"--open-concurrency", o.openConcurrency}, {"--first-line-n", o.firstLineN},
-		{"--first-line-rounds", o.firstLineRounds}, {"--durable-n", o.durableN},
+		{"--first-line-rounds", o.firstLineRounds}, {"--steady-n", o.steadyN}, {"--steady-decisions", o.steadyDecisions},
+		{"--durable-n", o.durableN},
 		{"--durable-concurrency", o.durableConcurrency}, {"--setup-concurrency", o.setupConcurrency}} {
 		if c.v < 1 {
 			return fmt.Errorf("%s must be at least 1, not %d", c.name, c.v)
@@ -213,6 +226,9 @@ func (o *options) validate() error {
 	switch {
 	case o.firstLineSerial < 0:
 		return fmt.Errorf("--first-line-serial must be 0 or more, not %d", o.firstLineSerial)
+	case o.steadyN > o.steadyDecisions:
+		return fmt.Errorf("--steady-n (%d) must not exceed --steady-decisions (%d), or some clients would post nothing and fewer would be in flight",
+			o.steadyN, o.steadyDecisions)
 	case o.pid < 0:
 		return fmt.Errorf("--pid must be a process id, not %d", o.pid)
 	case o.keepalive <= 0:

@@ -97,16 +97,7 @@ func (r *report) rows() []row {
 				fmt.Sprintf("%s / %s (%s decisions)", fmtDur(f.serial.p50), fmtDur(f.serial.p99), fmtInt(f.serial.n)),
 				"— (the floor)", "—"})
 		}
-		label := fmt.Sprintf("POST → first line p50 / p99, %d at once", f.n)
-		if f.firstLine.n > 0 {
-			ok := f.failures == 0 && f.firstLine.p50 <= targetFirstLineP50 && f.firstLine.p99 <= targetFirstLineP99
-			rows = append(rows, row{label,
-				fmt.Sprintf("%s / %s (%s decisions; headers %s / %s)", fmtDur(f.firstLine.p50), fmtDur(f.firstLine.p99),
-					fmtInt(f.firstLine.n), fmtDur(f.headers.p50), fmtDur(f.headers.p99)),
-				"≤ 5 ms / ≤ 20 ms", verdict(ok)})
-		} else {
-			rows = append(rows, row{label, "no first line: " + f.firstErr, "≤ 5 ms / ≤ 20 ms", verdict(false)})
-		}
+		rows = append(rows, f.steadyRow(), f.burstRow())
 	}
 	if d := r.durable; d != nil {
 		label := "durable decisions recorded per second"
@@ -123,6 +114,38 @@ func (r *report) rows() []row {
 		}
 	}
 	return rows
+}
+
+// steadyRow is the first-line phase's figure under the target: steadyN
+// decisions in flight at all times.
+func (f *firstLineResult) steadyRow() row {
+	label := fmt.Sprintf("POST → first line p50 / p99, %d in flight (steady)", f.steadyN)
+	const target = "≤ 5 ms / ≤ 20 ms"
+	if f.steady.n == 0 {
+		return row{label, "no first line: " + f.firstErr, target, verdict(false)}
+	}
+	ok := f.failures == 0 && f.steady.p50 <= targetFirstLineP50 && f.steady.p99 <= targetFirstLineP99
+	return row{label, firstLineMeasured(f.steady, f.steadyHeaders, fmt.Sprintf("median %d in flight", f.steadyInFlight)),
+		target, verdict(ok)}
+}
+
+// burstRow is the first-line phase's stress figure: n decisions posted in
+// the same instant queue for the same cores, so it has no target.
+func (f *firstLineResult) burstRow() row {
+	label := fmt.Sprintf("POST → first line p50 / p99, %d posted in the same instant", f.n)
+	measured := "no first line: " + f.firstErr
+	if f.firstLine.n > 0 {
+		measured = firstLineMeasured(f.firstLine, f.headers)
+	}
+	return row{label, measured, "— (a stress figure)", "—"}
+}
+
+// firstLineMeasured writes first-line times: p50 / p99, then in
+// parentheses the count, the headers' p50 / p99 and any more details.
+func firstLineMeasured(first, headers summary, more ...string) string {
+	details := append([]string{fmtInt(first.n) + " decisions",
+		fmt.Sprintf("headers %s / %s", fmtDur(headers.p50), fmtDur(headers.p99))}, more...)
+	return fmt.Sprintf("%s / %s (%s)", fmtDur(first.p50), fmtDur(first.p99), strings.Join(details, "; "))
 }
 
 // markdownTable renders rows as a Markdown table with aligned pipes.
@@ -179,9 +202,11 @@ func (r *report) write(w io.Writer) {
 		fmt.Fprintf(w, "%s%s\n", cpuNote(s.cpu, s.n, "continuation"), failureNote(s.failures, s.firstErr))
 	}
 	if f := r.firstLine; f != nil {
-		fmt.Fprintf(w, "- first-line: %s runs prepared in %s; %d one at a time, then %d rounds of %d at once, in %s; first line max %s; %s completed%s\n",
-			fmtInt(f.serialN+f.n*f.rounds), fmtDur(f.setupTime), f.serialN, f.rounds, f.n, fmtDur(f.phaseTime),
-			fmtDur(f.firstLine.max), fmtInt(f.completed), cpuNote(f.cpu, f.serialN+f.n*f.rounds, "decision")+failureNote(f.failures, f.firstErr))
+		fmt.Fprintf(w, "- first-line: %s runs prepared in %s; %d one at a time, then %s with %d in flight in %s (%s/s; first line max %s),"+
+			" then %d rounds of %d at once (first line max %s), in %s; %s completed%s\n",
+			fmtInt(f.decisions()), fmtDur(f.setupTime), f.serialN, fmtInt(f.steadyDecisions), f.steadyN, fmtDur(f.steadyTime),
+			fmtInt(int(f.steadyRate())), fmtDur(f.steady.max), f.rounds, f.n, fmtDur(f.firstLine.max), fmtDur(f.phaseTime),
+			fmtInt(f.completed), cpuNote(f.cpu, f.decisions(), "decision")+failureNote(f.failures, f.firstErr))
 	}
 	if d := r.durable; d != nil {
 		fmt.Fprintf(w, "- durable: %s runs prepared in %s; %s decisions in %s; answer max %s%s\n",

@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	rep := &report{date: time.Now(), command: commandLine(args), keepalive: o.keepalive, url: o.url.String(),
 		cpus: runtime.NumCPU(), memory: memTotal(), phases: o.phases}
 
-	need := uint64(o.streams + o.firstLineN + o.durableConcurrency + 1024)
+	need := uint64(o.streams + o.firstLineN + o.steadyN + o.durableConcurrency + 1024)
 	if got, err := raiseFileLimit(need); err != nil || got < need {
 		rep.note(fmt.Sprintf("this command's open-file limit is %d, below the %d it needs (%v)", got, need, err))
 	}
@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}()
 		l.db, l.prep, token = db, db, t
 	}
-	l.c = newClient(o.url, token, o.streams+o.firstLineN+o.durableConcurrency)
+	l.c = newClient(o.url, token, o.streams+o.firstLineN+o.steadyN+o.durableConcurrency)
 	defer l.c.close()
 	if l.prep == nil {
 		l.prep = apiPreparer{c: l.c, concurrency: o.setupConcurrency}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -25,11 +26,20 @@ func summarize(ds []time.Duration) summary {
 // percentile is the nearest-rank percentile of sorted values: the
 // smallest value that at least p percent of the values do not exceed. It
 // is always one of the values, never an interpolation; 0 for no values.
-func percentile(sorted []time.Duration, p float64) time.Duration {
+func percentile[T cmp.Ordered](sorted []T, p float64) T {
 	if len(sorted) == 0 {
-		return 0
+		var zero T
+		return zero
 	}
 	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
 	rank = min(max(rank, 1), len(sorted))
 	return sorted[rank-1]
+}
+
+// median is the p50 of values, as percentile takes it, from a sorted copy;
+// 0 for no values.
+func median[T cmp.Ordered](values []T) T {
+	s := slices.Clone(values)
+	slices.Sort(s)
+	return percentile(s, 50)
 }
