@@ -121,7 +121,7 @@ type pipeline struct {
 
 // check runs the checks that write nothing, in the order SPEC §3 gives.
 func (p *pipeline) check(ctx context.Context) error {
-	run, err := p.e.store.Run(ctx, p.runID)
+	run, cfg, err := p.e.store.RunForDecision(ctx, p.runID)
 	if errors.Is(err, ErrNotFound) {
 		return refuse(CodeNotFound, "no run %d", p.runID)
 	}
@@ -138,12 +138,8 @@ func (p *pipeline) check(ctx context.Context) error {
 	if p.inbox && run.Origin == OriginProcess {
 		return refuse(CodeProcessRun, "run %d is decided by the process that started it", run.ID)
 	}
-	cfg, err := p.e.store.Configuration(ctx, run.ConfigurationID)
-	if errors.Is(err, ErrNotFound) || (err == nil && !cfg.Active) {
+	if cfg == nil || !cfg.Active {
 		return refuse(CodeInactiveConfiguration, "the configuration of run %d is not active", run.ID)
-	}
-	if err != nil {
-		return err
 	}
 	p.cfg = cfg
 	if p.approve && cfg.RequireSecondApprover && p.actor.ID == run.OwnerID {

@@ -17,6 +17,9 @@ type Store interface {
 	ConfigurationByIdentifier(ctx context.Context, identifier string) (*Configuration, error)
 	// Run returns a run, or ErrNotFound.
 	Run(ctx context.Context, id int64) (*Run, error)
+	// RunForDecision returns a run and its configuration in one round
+	// trip, or ErrNotFound; the configuration is nil when it is gone.
+	RunForDecision(ctx context.Context, id int64) (*Run, *Configuration, error)
 	// CreateRun inserts a run with its first transcript messages, running
 	// and claimed by r.ClaimedBy for the lease, or queued, and sets its ID.
 	CreateRun(ctx context.Context, r *Run, messages [][]byte, lease time.Duration) error

@@ -39,6 +39,32 @@ func (s *Store) Run(ctx context.Context, id int64) (*runtime.Run, error) {
 	return &r, nil
 }
 
+// RunForDecision returns a run with its configuration in one round trip,
+// for the decision pipeline, which needs both before its claim; the
+// configuration is nil when it no longer exists. ErrNotFound for no run.
+func (s *Store) RunForDecision(ctx context.Context, id int64) (*runtime.Run, *runtime.Configuration, error) {
+	var row struct {
+		runtime.Run
+		Active     *bool  `db:"configuration_active"`
+		Definition []byte `db:"configuration_definition"`
+	}
+	err := s.db.GetContext(ctx, &row, `
+		SELECT r.*, c.active AS configuration_active, c.definition AS configuration_definition
+		FROM (SELECT `+runColumns+` FROM runs WHERE id = ?) AS r
+		LEFT JOIN configurations c ON c.id = r.configuration_id`, id)
+	if err != nil {
+		return nil, nil, notFound(fmt.Sprintf("run %d", id), err)
+	}
+	if row.Active == nil {
+		return &row.Run, nil, nil
+	}
+	cfg, err := configurationRow{ID: row.ConfigurationID, Active: *row.Active, Definition: row.Definition}.configuration()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &row.Run, cfg, nil
+}
+
 // WaitingRuns lists runs waiting for a decision, oldest first: the
 // interactive ones, and process runs too when withProcess; ownerID 0 lists
 // everyone's.
@@ -137,10 +163,11 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 	// deciders racing for one run then queue on that one lock. Left to the
 	// UPDATE alone, InnoDB also takes locks on the status indexes the
 	// winner rewrites, and reports deadlocks among the racers. Every write
-	// after the UPDATE happens only if it won (@won).
+	// after the UPDATE is chained on the statement before it (ROW_COUNT()),
+	// so it happens only if the UPDATE won.
 	d := c.Decision
 	var q strings.Builder
-	q.WriteString("START TRANSACTION;\nSET @won = 0;\n")
+	q.WriteString("START TRANSACTION;\n")
 	q.WriteString("SELECT id INTO @locked FROM runs WHERE id = ? FOR UPDATE;\n")
 	args := []any{c.RunID}
 	q.WriteString(`UPDATE runs SET status = ?, claimed_by = NULLIF(?, ''),
@@ -148,14 +175,19 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 			decided_at = NOW(6), waiting_since = NULL, updated_at = NOW(6)
 		WHERE id = ? AND status = ? AND turn_digest = ?;` + "\n")
 	args = append(args, c.To, c.ClaimedBy, c.ClaimedBy, micros(c.Lease), c.RunID, c.From, c.Digest)
-	q.WriteString("SET @won = ROW_COUNT();\n")
 	q.WriteString(`INSERT INTO decisions (run_id, turn_digest, kind, scope, reason, input, decided_by, path)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE @won = 1;` + "\n")
+		SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1;` + "\n")
 	args = append(args, c.RunID, c.Digest, d.Kind, d.Scope, d.Reason, nullJSON(d.Input), d.DecidedBy, d.Path)
-	for _, tool := range c.Standing {
-		q.WriteString(`INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)
-			SELECT ?, ?, ? FROM DUAL WHERE @won = 1;` + "\n")
-		args = append(args, c.RunID, tool, d.DecidedBy)
+	if len(c.Standing) > 0 {
+		q.WriteString("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)")
+		for i, tool := range c.Standing {
+			if i > 0 {
+				q.WriteString(" UNION ALL")
+			}
+			q.WriteString(" SELECT ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1")
+			args = append(args, c.RunID, tool, d.DecidedBy)
+		}
+		q.WriteString(";\n")
 	}
 	q.WriteString("COMMIT")
 	res, err := s.script(ctx, q.String(), args)
@@ -165,8 +197,8 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 	if err != nil {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, err)
 	}
-	// The statements: START, SET, SELECT … FOR UPDATE, the UPDATE, …
-	if res.AllRowsAffected()[3] != 1 {
+	// The statements: START, SELECT … FOR UPDATE, the UPDATE, …
+	if res.AllRowsAffected()[2] != 1 {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
 	}
 	return nil

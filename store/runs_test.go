@@ -134,3 +134,48 @@ func TestResumeReadsEveryPart(t *testing.T) {
 		t.Errorf("Resume without messages = %+v", without)
 	}
 }
+
+// TestClaimWritesOnlyForTheWinner checks the guard of the claim's writes:
+// a claim on a stale digest records no decision and grants no standing
+// approval; the winning one records its decision and every tool once.
+func TestClaimWritesOnlyForTheWinner(t *testing.T) {
+	db, _ := dbtest.New(t)
+	st := store.New(db)
+	ctx := context.Background()
+	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
+		Status: runtime.StatusWaitingForApproval, State: []byte(`{}`), Prompt: "p"}
+	if err := st.CreateRun(ctx, r, nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE runs SET turn_digest = 'current' WHERE id = ?`, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(digest string) error {
+		return st.Claim(ctx, runtime.Claim{RunID: r.ID, From: runtime.StatusWaitingForApproval,
+			To: runtime.StatusDecided, Digest: digest, Standing: []string{"refund_order", "a_tool", "refund_order"},
+			Decision: runtime.DecisionRecord{Kind: runtime.DecisionApprove, Scope: runtime.ScopeSession,
+				DecidedBy: 1, Path: runtime.PathDurable}})
+	}
+	rows := func() (decisions, standing int) {
+		t.Helper()
+		if err := db.Get(&decisions, `SELECT COUNT(*) FROM decisions WHERE run_id = ?`, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Get(&standing, `SELECT COUNT(*) FROM standing_approvals WHERE run_id = ?`, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		return decisions, standing
+	}
+	if err := claim("stale"); !errors.Is(err, runtime.ErrClaimLost) {
+		t.Fatalf("claim on a stale digest: err = %v, want ErrClaimLost", err)
+	}
+	if d, s := rows(); d != 0 || s != 0 {
+		t.Fatalf("the lost claim wrote %d decisions and %d standing approvals", d, s)
+	}
+	if err := claim("current"); err != nil {
+		t.Fatal(err)
+	}
+	if d, s := rows(); d != 1 || s != 2 {
+		t.Fatalf("the won claim wrote %d decisions and %d standing approvals, want 1 and 2", d, s)
+	}
+}
