@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -82,39 +81,14 @@ func (c *Continuation) Run(ctx context.Context, obs Observer) Outcome {
 		obs = noObserver{}
 	}
 	c.obs = obs
-	renewCtx, stopRenew := context.WithCancel(ctx)
-	var renewing sync.WaitGroup
-	renewing.Go(func() { c.renew(renewCtx) })
+	c.e.leases.hold(c)
 	out := c.execute(ctx)
-	stopRenew()
-	renewing.Wait()
+	c.e.leases.release(c)
 	out.RunID, out.Steps, out.Iterations, out.Usage = c.run.ID, c.steps, c.state.Iterations, c.state.Usage
 	if out.Err != nil {
 		c.e.log.Warn("continuation stopped", "run", c.run.ID, "err", out.Err)
 	}
 	return out
-}
-
-// renew keeps the lease alive during long steps; a step's own commit
-// renews it too.
-func (c *Continuation) renew(ctx context.Context) {
-	t := time.NewTicker(c.e.lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			err := c.e.store.RenewLease(ctx, c.run.ID, c.run.ClaimedBy, c.e.lease)
-			if errors.Is(err, ErrLeaseLost) {
-				c.lost.Store(true)
-				return
-			}
-			if err != nil && ctx.Err() == nil {
-				c.e.log.Warn("lease renewal failed", "run", c.run.ID, "err", err)
-			}
-		}
-	}
 }
 
 func (c *Continuation) execute(ctx context.Context) Outcome {

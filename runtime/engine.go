@@ -32,6 +32,7 @@ type Engine struct {
 	lease     time.Duration
 	log       *slog.Logger
 	metrics   Metrics
+	leases    *leaseKeeper
 
 	draining  chan struct{}
 	drainOnce sync.Once
@@ -71,6 +72,7 @@ func New(o Options) *Engine {
 	if e.metrics == nil {
 		e.metrics = noMetrics{}
 	}
+	e.leases = &leaseKeeper{store: e.store, lease: e.lease, log: e.log}
 	return e
 }
 

@@ -37,8 +37,9 @@ type Store interface {
 	// ErrCancelRequested (and nothing written) when a suspension meets a
 	// cancel request.
 	Commit(ctx context.Context, c Commit) (cancel bool, err error)
-	// RenewLease extends the holder's lease; ErrLeaseLost when not held.
-	RenewLease(ctx context.Context, runID int64, claimedBy string, lease time.Duration) error
+	// RenewLeases extends the leases of many held runs at once and returns
+	// the runs among them that their holder no longer holds.
+	RenewLeases(ctx context.Context, held []Lease, lease time.Duration) (lost []int64, err error)
 	// MarkPendingEffect stamps the call whose non-idempotent write is about
 	// to run (and renews the lease); ErrLeaseLost when not held.
 	MarkPendingEffect(ctx context.Context, runID int64, claimedBy, callID string, lease time.Duration) error

@@ -179,3 +179,50 @@ func TestClaimWritesOnlyForTheWinner(t *testing.T) {
 		t.Fatalf("the won claim wrote %d decisions and %d standing approvals, want 1 and 2", d, s)
 	}
 }
+
+// TestRenewLeasesKeepsOnlyHeldClaims renews 600 leases (two batches): the
+// runs still held under the claim named get a later expiry; one taken over
+// by another holder and one settled are reported lost and left alone.
+func TestRenewLeasesKeepsOnlyHeldClaims(t *testing.T) {
+	db, _ := dbtest.New(t)
+	st := store.New(db)
+	ctx := context.Background()
+	if _, err := db.Exec(`INSERT INTO runs (configuration_id, owner_id, status, state, claimed_by, lease_expires_at, prompt)
+		WITH RECURSIVE n AS (SELECT 1 AS i UNION ALL SELECT i + 1 FROM n WHERE i < 600)
+		SELECT 1, 1, 'running', '{}', CONCAT('holder-', i), NOW(6) + INTERVAL 1 SECOND, 'p' FROM n`); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	if err := db.Select(&ids, `SELECT id FROM runs ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	held := make([]runtime.Lease, len(ids))
+	for i, id := range ids {
+		held[i] = runtime.Lease{RunID: id, ClaimedBy: fmt.Sprintf("holder-%d", i+1)}
+	}
+	takenOver, settled := ids[10], ids[550]
+	if _, err := db.Exec(`UPDATE runs SET claimed_by = 'worker' WHERE id = ?`, takenOver); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE runs SET status = 'completed', claimed_by = NULL WHERE id = ?`, settled); err != nil {
+		t.Fatal(err)
+	}
+	lost, err := st.RenewLeases(ctx, held, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lost)
+	if !slices.Equal(lost, []int64{takenOver, settled}) {
+		t.Errorf("lost = %v, want [%d %d]", lost, takenOver, settled)
+	}
+	var renewed, untouched int
+	if err := db.Get(&renewed, `SELECT COUNT(*) FROM runs WHERE lease_expires_at > NOW(6) + INTERVAL 50 MINUTE`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Get(&untouched, `SELECT COUNT(*) FROM runs WHERE id IN (?, ?) AND lease_expires_at < NOW(6) + INTERVAL 1 MINUTE`, takenOver, settled); err != nil {
+		t.Fatal(err)
+	}
+	if renewed != 598 || untouched != 2 {
+		t.Errorf("%d leases renewed and %d lost ones untouched, want 598 and 2", renewed, untouched)
+	}
+}
