@@ -148,7 +148,11 @@ func (c *Continuation) load(ctx context.Context) error {
 		return nil
 	}
 	if c.stored == 0 {
-		if c.state.Messages, err = c.e.decodeMessages(r.Messages); err != nil {
+		if c.state.Messages, err = c.e.decodeMessages(r.Messages); errors.Is(err, ErrKeyMissing) {
+			// Readable by a process that holds the key: stop, and let the
+			// lease lapse so that one recovers the run.
+			return fmt.Errorf("runtime: run %d left for a process that holds its key: %w", c.run.ID, err)
+		} else if err != nil {
 			// No holder will ever read them: settle rather than be
 			// recovered again and again.
 			c.e.log.Warn("transcript cannot be read", "run", c.run.ID, "err", err)

@@ -146,6 +146,9 @@ func (p *pipeline) check(ctx context.Context) error {
 		return refuse(CodeFourEyes, "someone else has to approve run %d; you may deny it", run.ID)
 	}
 	state, err := p.e.decodeState(run.State)
+	if errors.Is(err, ErrKeyMissing) {
+		return refuse(CodeUnreadableState, "run %d is sealed under a key this server does not hold; it can be decided where that key is configured", run.ID)
+	}
 	if err != nil || state.Pending == nil {
 		return refuse(CodeUnreadableState, "the suspended state of run %d cannot be read", run.ID)
 	}

@@ -64,4 +64,8 @@ var (
 	// ErrCancelRequested: a suspension met a request to cancel the run;
 	// the holder settles it as cancelled instead.
 	ErrCancelRequested = errors.New("cancel requested")
+	// ErrKeyMissing: a blob was sealed under a key this process does not
+	// hold. Unlike a corrupt blob it is readable elsewhere (a process
+	// configured with the key), so no run is settled because of it.
+	ErrKeyMissing = errors.New("sealed under a key this process does not hold")
 )

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -57,7 +58,8 @@ const (
 // Sealer protects run content at rest: the suspended state and every
 // transcript message pass through it on their way to the store. The default
 // stores plain JSON; an encrypting sealer may replace it. Open fails on a
-// blob it cannot read.
+// blob it cannot read, wrapping ErrKeyMissing when the blob was sealed
+// under a key it lacks.
 type Sealer interface {
 	Seal(plain []byte) ([]byte, error)
 	Open(sealed []byte) ([]byte, error)
@@ -69,8 +71,19 @@ type Plain struct{}
 // Seal returns plain unchanged.
 func (Plain) Seal(plain []byte) ([]byte, error) { return plain, nil }
 
-// Open returns sealed unchanged.
-func (Plain) Open(sealed []byte) ([]byte, error) { return sealed, nil }
+// sealedPrefix starts every blob the seal package writes (its format's
+// version 1). A process without keys must not take such a blob for a
+// corrupt one: it was only sealed under a key this process lacks.
+const sealedPrefix = "tse1:"
+
+// Open returns sealed unchanged, or fails with ErrKeyMissing for a blob an
+// encrypting sealer wrote.
+func (Plain) Open(sealed []byte) ([]byte, error) {
+	if bytes.HasPrefix(sealed, []byte(sealedPrefix)) {
+		return nil, fmt.Errorf("runtime: no state keys are configured: %w", ErrKeyMissing)
+	}
+	return sealed, nil
+}
 
 func (e *Engine) encodeState(s State) ([]byte, error) {
 	b, err := json.Marshal(s)

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -78,13 +79,19 @@ func (e *Engine) claim(ctx context.Context) (*Continuation, error) {
 // resume builds the continuation of a run a worker claimed. A decision
 // recorded for the run's turn and not yet applied is applied first; a run
 // whose state cannot be read settles as failed rather than being claimed
-// again and again.
+// again and again. A state sealed under a key this process lacks is not
+// unreadable, only not this process's: the run is left as it is, its
+// claim lapses with the lease, and a process that holds the key (or this
+// one, once configured) recovers it.
 func (e *Engine) resume(ctx context.Context, run *Run) (*Continuation, error) {
 	cfg, err := e.store.Configuration(ctx, run.ConfigurationID)
 	if err != nil {
 		return nil, err
 	}
 	state, err := e.decodeState(run.State)
+	if errors.Is(err, ErrKeyMissing) {
+		return nil, fmt.Errorf("runtime: run %d left for a process that holds its key: %w", run.ID, err)
+	}
 	if err != nil {
 		c := e.continuation(run, cfg, State{}, nil)
 		c.unreadable = true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -72,13 +73,18 @@ func newWorld(t *testing.T) *world {
 // engine is a process on the world's database with these keys; spec ""
 // stores plain JSON.
 func (w *world) engine(t *testing.T, spec string) *runtime.Engine {
+	return w.engineWithLease(t, spec, 0)
+}
+
+// engineWithLease is engine with a lease of its own (the default when 0).
+func (w *world) engineWithLease(t *testing.T, spec string, lease time.Duration) *runtime.Engine {
 	t.Helper()
 	var sealer runtime.Sealer
 	if spec != "" {
 		sealer = keyring(t, spec)
 	}
 	return runtime.New(runtime.Options{Store: w.st, Tools: w.tools, Providers: scripted.Factory,
-		Validator: schema.New(), Sealer: sealer})
+		Validator: schema.New(), Sealer: sealer, Lease: lease})
 }
 
 // waiting starts a refund run on a new order and runs it until it pauses
@@ -234,5 +240,105 @@ func TestPlainRunsOpenAfterKeysAreSet(t *testing.T) {
 	sealed := w.waiting(t, w.engine(t, entry("A", keyA)))
 	if _, err := w.approve(w.engine(t, ""), sealed); runtime.CodeOf(err) != runtime.CodeUnreadableState {
 		t.Errorf("decide a sealed run without keys = %v, want unreadable_state", err)
+	}
+}
+
+// TestWorkersLeaveRunsSealedUnderAKeyTheyLack: two decided runs sealed
+// under A — one whole, one whose state alone was written plain, so that
+// only its transcript needs A — are claimed by a worker that holds only B,
+// then by one with no keys at all. Neither settles them or records a step:
+// the runs are only not theirs to read, and their claims lapse with the
+// lease. A worker that holds A then recovers both and finishes them,
+// refunding each order once.
+func TestWorkersLeaveRunsSealedUnderAKeyTheyLack(t *testing.T) {
+	w := newWorld(t)
+	const lease = 300 * time.Millisecond
+	ringA := keyring(t, entry("A", keyA))
+	underA := w.engineWithLease(t, entry("A", keyA), lease)
+	var runs []int64
+	events := map[int64]int{}
+	for i := range 2 {
+		paused := w.waiting(t, underA)
+		if _, err := underA.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+			Decision: runtime.DecisionApprove, Actor: w.approver, Path: runtime.PathDurable}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			plain, err := ringA.Open(w.row(t, paused.RunID).State)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.db.Exec(`UPDATE runs SET state = ? WHERE id = ?`, plain, paused.RunID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runs = append(runs, paused.RunID)
+		events[paused.RunID] = w.row(t, paused.RunID).Events
+	}
+
+	// work runs a worker until every run is running under a claim other
+	// than the one it had before, or they all settled.
+	work := func(eng *runtime.Engine, until func(map[int64]row) bool) {
+		t.Helper()
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			eng.Work(ctx, 1, 10*time.Millisecond)
+		}()
+		defer func() { stop(); <-done }()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			rows := map[int64]row{}
+			for _, id := range runs {
+				rows[id] = w.row(t, id)
+			}
+			if until(rows) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the worker did not get there: %+v", rows)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for name, spec := range map[string]string{"a worker with only B": entry("B", keyB), "a worker without keys": ""} {
+		before := map[int64]*string{}
+		for _, id := range runs {
+			before[id] = w.row(t, id).ClaimedBy
+		}
+		work(w.engineWithLease(t, spec, lease), func(rows map[int64]row) bool {
+			for id, r := range rows {
+				if r.Status != "decided" && r.Status != "running" {
+					t.Fatalf("%s: run %d is %s, want it left decided or running", name, id, r.Status)
+				}
+				if r.Status != "running" || r.ClaimedBy == nil || (before[id] != nil && *r.ClaimedBy == *before[id]) {
+					return false
+				}
+			}
+			return true
+		})
+		for _, id := range runs {
+			if r := w.row(t, id); r.Status != "running" || r.Events != events[id] {
+				t.Fatalf("%s: run %d is %s with %d events, want it running with its %d events untouched",
+					name, id, r.Status, r.Events, events[id])
+			}
+		}
+	}
+
+	work(w.engineWithLease(t, entry("A", keyA), lease), func(rows map[int64]row) bool {
+		for _, r := range rows {
+			if r.Status != string(runtime.StatusCompleted) {
+				return false
+			}
+		}
+		return true
+	})
+	var refunds int
+	if err := w.db.Get(&refunds, `SELECT COUNT(*) FROM demo_refunds`); err != nil {
+		t.Fatal(err)
+	}
+	if refunds != 2 {
+		t.Errorf("%d refunds for 2 runs, want 2", refunds)
 	}
 }

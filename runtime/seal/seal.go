@@ -45,8 +45,10 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 // Errors of Open. Both mean the blob cannot be read with these keys; the
 // engine refuses such a run with unreadable_state.
 var (
-	// ErrUnknownKey: the blob names a key the keyring does not hold.
-	ErrUnknownKey = errors.New("seal: unknown key")
+	// ErrUnknownKey: the blob names a key the keyring does not hold. It is
+	// runtime.ErrKeyMissing, so that the engine leaves such a run for a
+	// process that holds the key rather than settling it as unreadable.
+	ErrUnknownKey = runtime.ErrKeyMissing
 	// ErrCorrupt: the blob is neither sealed nor plain JSON, or it does not
 	// authenticate (altered, truncated, or sealed by another key of the
 	// same id).
@@ -156,8 +158,7 @@ func (k *Keyring) Open(blob []byte) ([]byte, error) {
 	}
 	aead, ok := k.aeads[id]
 	if !ok {
-		return nil, fmt.Errorf("%w %q: the blob was sealed under a key that is not configured (keys: %s)",
-			ErrUnknownKey, id, strings.Join(k.ids, ","))
+		return nil, fmt.Errorf("seal: key %q: %w (keys: %s)", id, ErrUnknownKey, strings.Join(k.ids, ","))
 	}
 	headerLen := len(prefix) + len(id) + 1
 	rest := blob[headerLen:]
