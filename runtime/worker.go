@@ -57,6 +57,12 @@ func (e *Engine) Work(ctx context.Context, n int, poll time.Duration) {
 
 // claim takes the next run a worker should execute, or nil.
 func (e *Engine) claim(ctx context.Context) (*Continuation, error) {
+	// A claim the database made is ours whether or not the caller still
+	// waits: a shutdown that cancelled ctx between the claim and the
+	// continuation would leave the run held by nobody until its lease
+	// lapsed. The loop checks ctx before claiming; from there on the
+	// continuation runs, and a draining engine hands the run straight back.
+	ctx = context.WithoutCancel(ctx)
 	holder := holderID()
 	for i, next := range []func(context.Context, string, time.Duration) (*Run, error){
 		e.store.ClaimDecided, e.store.ClaimQueued, e.store.ClaimExpired,
