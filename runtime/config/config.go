@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/internal/yamlnode"
 	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
 	"github.com/turnstile-dev/turnstile/runtime/tool/mcp"
 )
@@ -40,23 +41,15 @@ var identifierPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,99}$`)
 func Parse(filename string, data []byte, knownTool func(string) bool) (*runtime.Configuration, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, scripted.SyntaxError(filename, data, err)
+		return nil, yamlnode.SyntaxError(filename, data, err)
 	}
-	p := &parser{file: filename, knownTool: knownTool}
+	p := &parser{File: yamlnode.File(filename), knownTool: knownTool}
 	return p.configuration(&doc)
 }
 
 type parser struct {
-	file      string
+	yamlnode.File
 	knownTool func(string) bool
-}
-
-func (p *parser) errorf(n *yaml.Node, format string, args ...any) error {
-	line := 1
-	if n != nil && n.Line > 0 {
-		line = n.Line
-	}
-	return fmt.Errorf("%s:%d: %s", p.file, line, fmt.Sprintf(format, args...))
 }
 
 // entry is one key of a mapping and its value.
@@ -66,16 +59,16 @@ type entry struct{ key, value *yaml.Node }
 // allowed and keys given twice.
 func (p *parser) mapping(n *yaml.Node, what string, allowed ...string) (map[string]entry, error) {
 	if n.Kind != yaml.MappingNode {
-		return nil, p.errorf(n, "%s must be a mapping", what)
+		return nil, p.Errorf(n, "%s must be a mapping", what)
 	}
 	out := map[string]entry{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], resolve(n.Content[i+1])
+		k, v := n.Content[i], yamlnode.Resolve(n.Content[i+1])
 		if first, ok := out[k.Value]; ok {
-			return nil, p.errorf(k, "%q is given twice (first on line %d)", k.Value, first.key.Line)
+			return nil, p.Errorf(k, "%q is given twice (first on line %d)", k.Value, first.key.Line)
 		}
 		if allowed != nil && !contains(allowed, k.Value) {
-			return nil, p.errorf(k, "unknown key %q in %s (allowed: %s)", k.Value, what, strings.Join(allowed, ", "))
+			return nil, p.Errorf(k, "unknown key %q in %s (allowed: %s)", k.Value, what, strings.Join(allowed, ", "))
 		}
 		out[k.Value] = entry{k, v}
 	}
@@ -91,32 +84,13 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func resolve(n *yaml.Node) *yaml.Node {
-	for n != nil {
-		switch {
-		case n.Kind == yaml.AliasNode:
-			n = n.Alias
-		case n.Kind == yaml.DocumentNode && len(n.Content) == 1:
-			n = n.Content[0]
-		default:
-			return n
-		}
-	}
-	return nil
-}
-
-func isNull(n *yaml.Node) bool {
-	return n == nil || n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.Tag == "!!null") ||
-		(n.Kind == yaml.DocumentNode && len(n.Content) == 0)
-}
-
 // str reads a string; any scalar reads as its text, null as "".
 func (p *parser) str(e entry) (string, error) {
-	if isNull(e.value) {
+	if yamlnode.IsNull(e.value) {
 		return "", nil
 	}
 	if e.value.Kind != yaml.ScalarNode {
-		return "", p.errorf(e.value, "%s must be a string", e.key.Value)
+		return "", p.Errorf(e.value, "%s must be a string", e.key.Value)
 	}
 	return e.value.Value, nil
 }
@@ -124,7 +98,7 @@ func (p *parser) str(e entry) (string, error) {
 func (p *parser) boolean(e entry) (bool, error) {
 	var b bool
 	if e.value.Kind != yaml.ScalarNode || e.value.Tag != "!!bool" || e.value.Decode(&b) != nil {
-		return false, p.errorf(e.value, "%s must be true or false", e.key.Value)
+		return false, p.Errorf(e.value, "%s must be true or false", e.key.Value)
 	}
 	return b, nil
 }
@@ -132,23 +106,23 @@ func (p *parser) boolean(e entry) (bool, error) {
 func (p *parser) integer(e entry) (int, error) {
 	var i int
 	if e.value.Kind != yaml.ScalarNode || e.value.Tag != "!!int" || e.value.Decode(&i) != nil {
-		return 0, p.errorf(e.value, "%s must be a whole number", e.key.Value)
+		return 0, p.Errorf(e.value, "%s must be a whole number", e.key.Value)
 	}
 	return i, nil
 }
 
 func (p *parser) stringList(e entry) ([]string, error) {
 	out := []string{}
-	if isNull(e.value) {
+	if yamlnode.IsNull(e.value) {
 		return out, nil
 	}
 	if e.value.Kind != yaml.SequenceNode {
-		return nil, p.errorf(e.value, "%s must be a list of strings", e.key.Value)
+		return nil, p.Errorf(e.value, "%s must be a list of strings", e.key.Value)
 	}
 	for _, n := range e.value.Content {
-		n = resolve(n)
-		if n.Kind != yaml.ScalarNode || isNull(n) || n.Value == "" {
-			return nil, p.errorf(n, "%s must be a list of strings", e.key.Value)
+		n = yamlnode.Resolve(n)
+		if n.Kind != yaml.ScalarNode || yamlnode.IsNull(n) || n.Value == "" {
+			return nil, p.Errorf(n, "%s must be a list of strings", e.key.Value)
 		}
 		out = append(out, n.Value)
 	}
@@ -168,9 +142,9 @@ var providerKeys = []string{"type", "model", "base_url", "api_key_env", "script"
 var policyKeys = []string{"requires_approval", "grant"}
 
 func (p *parser) configuration(doc *yaml.Node) (*runtime.Configuration, error) {
-	root := resolve(doc)
-	if isNull(root) {
-		return nil, p.errorf(doc, "the configuration is empty")
+	root := yamlnode.Resolve(doc)
+	if yamlnode.IsNull(root) {
+		return nil, p.Errorf(doc, "the configuration is empty")
 	}
 	top, err := p.mapping(root, "the configuration", topKeys...)
 	if err != nil {
@@ -200,27 +174,27 @@ func (p *parser) configuration(doc *yaml.Node) (*runtime.Configuration, error) {
 		if ok {
 			at = e.key
 		}
-		return nil, p.errorf(at, "identifier is required")
+		return nil, p.Errorf(at, "identifier is required")
 	} else if !identifierPattern.MatchString(cfg.Identifier) {
-		return nil, p.errorf(e.value, "identifier %q must be lower-case letters, digits and dashes, starting with a letter or digit, at most 100 characters", cfg.Identifier)
+		return nil, p.Errorf(e.value, "identifier %q must be lower-case letters, digits and dashes, starting with a letter or digit, at most 100 characters", cfg.Identifier)
 	}
-	if e, ok := top["active"]; ok && !isNull(e.value) {
+	if e, ok := top["active"]; ok && !yamlnode.IsNull(e.value) {
 		if cfg.Active, err = p.boolean(e); err != nil {
 			return nil, err
 		}
 	}
-	if e, ok := top["require_second_approver"]; ok && !isNull(e.value) {
+	if e, ok := top["require_second_approver"]; ok && !yamlnode.IsNull(e.value) {
 		if cfg.RequireSecondApprover, err = p.boolean(e); err != nil {
 			return nil, err
 		}
 	}
-	if e, ok := top["max_iterations"]; ok && !isNull(e.value) {
+	if e, ok := top["max_iterations"]; ok && !yamlnode.IsNull(e.value) {
 		if cfg.MaxIterations, err = p.integer(e); err != nil {
 			return nil, err
 		}
 		if cfg.MaxIterations == 0 {
 			// Normalize reads 0 as "not given"; written out it is a mistake.
-			return nil, p.errorf(e.value, "max_iterations must be between 1 and %d, not 0", runtime.MaxIterationsCeiling)
+			return nil, p.Errorf(e.value, "max_iterations must be between 1 and %d, not 0", runtime.MaxIterationsCeiling)
 		}
 	}
 	if e, ok := top["mcp_servers"]; ok {
@@ -239,15 +213,15 @@ func (p *parser) configuration(doc *yaml.Node) (*runtime.Configuration, error) {
 		}
 	}
 	e, ok := top["provider"]
-	if !ok || isNull(e.value) {
-		return nil, p.errorf(root, "provider is required")
+	if !ok || yamlnode.IsNull(e.value) {
+		return nil, p.Errorf(root, "provider is required")
 	}
 	if err := p.provider(e, cfg); err != nil {
 		return nil, err
 	}
 
 	if err := cfg.Normalize(); err != nil {
-		return nil, p.errorf(lineOf(err, cfg.Identifier, top, root), "%s", err.Error())
+		return nil, p.Errorf(lineOf(err, cfg.Identifier, top, root), "%s", err.Error())
 	}
 	return cfg, nil
 }
@@ -274,16 +248,16 @@ func (p *parser) tools(e entry, servers []runtime.MCPServer) ([]string, error) {
 	}
 	seen := map[string]bool{}
 	for i, name := range list {
-		n := resolve(e.value.Content[i])
+		n := yamlnode.Resolve(e.value.Content[i])
 		if seen[name] {
-			return nil, p.errorf(n, "tool %q is listed twice", name)
+			return nil, p.Errorf(n, "tool %q is listed twice", name)
 		}
 		seen[name] = true
 		if server, _, ok := mcp.SplitToolName(name); ok && hasServer(servers, server) {
-			return nil, p.errorf(n, "tool %q belongs to mcp server %s, whose tools are offered without being listed in tools", name, server)
+			return nil, p.Errorf(n, "tool %q belongs to mcp server %s, whose tools are offered without being listed in tools", name, server)
 		}
 		if p.knownTool != nil && !p.knownTool(name) {
-			return nil, p.errorf(n, "unknown tool %q", name)
+			return nil, p.Errorf(n, "unknown tool %q", name)
 		}
 	}
 	return list, nil
@@ -314,7 +288,7 @@ func hasServer(servers []runtime.MCPServer, name string) bool {
 }
 
 func (p *parser) policies(e entry, cfg *runtime.Configuration) (map[string]runtime.ToolPolicy, error) {
-	if isNull(e.value) {
+	if yamlnode.IsNull(e.value) {
 		return nil, nil
 	}
 	m, err := p.mapping(e.value, "tool_policies")
@@ -328,17 +302,17 @@ func (p *parser) policies(e entry, cfg *runtime.Configuration) (map[string]runti
 		pe := m[name]
 		if !contains(cfg.Tools, name) && !isMCPTool(cfg, name) {
 			if server, _, ok := mcp.SplitToolName(name); ok && hasServer(cfg.MCPServers, server) {
-				return nil, p.errorf(pe.key, "tool_policies names %q, which mcp server %s cannot offer", name, server)
+				return nil, p.Errorf(pe.key, "tool_policies names %q, which mcp server %s cannot offer", name, server)
 			}
-			return nil, p.errorf(pe.key, "tool_policies names %q, which is not in tools (a tool of an mcp server is named <server>__<tool>)", name)
+			return nil, p.Errorf(pe.key, "tool_policies names %q, which is not in tools (a tool of an mcp server is named <server>__<tool>)", name)
 		}
 		var pol runtime.ToolPolicy
-		if !isNull(pe.value) {
+		if !yamlnode.IsNull(pe.value) {
 			fields, err := p.mapping(pe.value, "the policy of "+name, policyKeys...)
 			if err != nil {
 				return nil, err
 			}
-			if f, ok := fields["requires_approval"]; ok && !isNull(f.value) {
+			if f, ok := fields["requires_approval"]; ok && !yamlnode.IsNull(f.value) {
 				b, err := p.boolean(f)
 				if err != nil {
 					return nil, err
@@ -383,50 +357,50 @@ func (p *parser) provider(e entry, cfg *runtime.Configuration) error {
 	te, ok := fields["type"]
 	switch {
 	case !ok || spec.Type == "":
-		return p.errorf(e.key, "provider type is required (%s or %s)", ProviderScripted, ProviderOpenAI)
+		return p.Errorf(e.key, "provider type is required (%s or %s)", ProviderScripted, ProviderOpenAI)
 	case spec.Type != ProviderScripted && spec.Type != ProviderOpenAI:
-		return p.errorf(te.value, "provider type must be %s or %s, not %q", ProviderScripted, ProviderOpenAI, spec.Type)
+		return p.Errorf(te.value, "provider type must be %s or %s, not %q", ProviderScripted, ProviderOpenAI, spec.Type)
 	}
 	se, hasScript := fields["script"]
-	if hasScript && isNull(se.value) {
+	if hasScript && yamlnode.IsNull(se.value) {
 		hasScript = false
 	}
 	switch {
 	case spec.Type == ProviderScripted && !hasScript:
-		return p.errorf(te.value, "the scripted provider needs a script")
+		return p.Errorf(te.value, "the scripted provider needs a script")
 	case spec.Type != ProviderScripted && hasScript:
-		return p.errorf(se.key, "a script is only for the scripted provider")
+		return p.Errorf(se.key, "a script is only for the scripted provider")
 	case !hasScript:
 		return nil
 	}
 	inTools := func(name string) bool { return contains(cfg.Tools, name) || isMCPTool(cfg, name) }
-	s, err := scripted.FromNode(p.file, se.value, inTools)
+	s, err := scripted.FromNode(string(p.File), se.value, inTools)
 	if err != nil {
 		return err
 	}
 	if spec.Script, err = s.JSON(); err != nil {
-		return p.errorf(se.value, "%s", err.Error())
+		return p.Errorf(se.value, "%s", err.Error())
 	}
 	return nil
 }
 
 func (p *parser) mcpServers(e entry) ([]runtime.MCPServer, error) {
-	if isNull(e.value) {
+	if yamlnode.IsNull(e.value) {
 		return nil, nil
 	}
 	if e.value.Kind != yaml.SequenceNode {
-		return nil, p.errorf(e.value, "mcp_servers must be a list of servers")
+		return nil, p.Errorf(e.value, "mcp_servers must be a list of servers")
 	}
 	var out []runtime.MCPServer
 	first := map[string]int{}
 	for _, n := range e.value.Content {
-		n = resolve(n)
+		n = yamlnode.Resolve(n)
 		srv, err := p.mcpServer(n)
 		if err != nil {
 			return nil, err
 		}
 		if line, ok := first[srv.Name]; ok {
-			return nil, p.errorf(n, "mcp server %q is listed twice (first on line %d)", srv.Name, line)
+			return nil, p.Errorf(n, "mcp server %q is listed twice (first on line %d)", srv.Name, line)
 		}
 		first[srv.Name] = n.Line
 		out = append(out, srv)
@@ -447,10 +421,10 @@ func (p *parser) mcpServer(n *yaml.Node) (runtime.MCPServer, error) {
 		}
 	}
 	if !ok || srv.Name == "" {
-		return srv, p.errorf(n, "an mcp server needs a name")
+		return srv, p.Errorf(n, "an mcp server needs a name")
 	}
 	if err := mcp.CheckServerName(srv.Name); err != nil {
-		return srv, p.errorf(f.value, "%s", err.Error())
+		return srv, p.Errorf(f.value, "%s", err.Error())
 	}
 	f, ok = fields["url"]
 	if ok {
@@ -459,24 +433,24 @@ func (p *parser) mcpServer(n *yaml.Node) (runtime.MCPServer, error) {
 		}
 	}
 	if !ok || srv.URL == "" {
-		return srv, p.errorf(n, "mcp server %s needs a url", srv.Name)
+		return srv, p.Errorf(n, "mcp server %s needs a url", srv.Name)
 	}
 	if err := checkURL(srv.URL); err != nil {
-		return srv, p.errorf(f.value, "the url of mcp server %s: %s", srv.Name, err.Error())
+		return srv, p.Errorf(f.value, "the url of mcp server %s: %s", srv.Name, err.Error())
 	}
-	if f, ok := fields["headers"]; ok && !isNull(f.value) {
+	if f, ok := fields["headers"]; ok && !yamlnode.IsNull(f.value) {
 		if srv.Headers, err = p.headers(f, srv.Name); err != nil {
 			return srv, err
 		}
 	}
-	if f, ok := fields["requires_approval"]; ok && !isNull(f.value) {
+	if f, ok := fields["requires_approval"]; ok && !yamlnode.IsNull(f.value) {
 		b, err := p.boolean(f)
 		if err != nil {
 			return srv, err
 		}
 		srv.RequiresApproval = &b
 	}
-	if f, ok := fields["meta_tool"]; ok && !isNull(f.value) {
+	if f, ok := fields["meta_tool"]; ok && !yamlnode.IsNull(f.value) {
 		if srv.MetaTool, err = p.boolean(f); err != nil {
 			return srv, err
 		}
@@ -511,18 +485,18 @@ func (p *parser) headers(e entry, server string) (map[string]string, error) {
 		k := e.value.Content[i]
 		h := m[k.Value]
 		if err := mcp.CheckHeaderName(k.Value); err != nil {
-			return nil, p.errorf(k, "%s", err.Error())
+			return nil, p.Errorf(k, "%s", err.Error())
 		}
 		canonical := strings.ToLower(k.Value)
 		if line, ok := seen[canonical]; ok {
-			return nil, p.errorf(k, "header %s is given twice (first on line %d)", k.Value, line)
+			return nil, p.Errorf(k, "header %s is given twice (first on line %d)", k.Value, line)
 		}
 		seen[canonical] = k.Line
-		if isNull(h.value) || h.value.Kind != yaml.ScalarNode {
-			return nil, p.errorf(h.value, "header %s must be a string", k.Value)
+		if yamlnode.IsNull(h.value) || h.value.Kind != yaml.ScalarNode {
+			return nil, p.Errorf(h.value, "header %s must be a string", k.Value)
 		}
 		if err := mcp.CheckTemplate(h.value.Value); err != nil {
-			return nil, p.errorf(h.value, "header %s: %s", k.Value, err.Error())
+			return nil, p.Errorf(h.value, "header %s: %s", k.Value, err.Error())
 		}
 		out[k.Value] = h.value.Value
 	}
