@@ -81,9 +81,12 @@ func (c *Continuation) Run(ctx context.Context, obs Observer) Outcome {
 		obs = noObserver{}
 	}
 	c.obs = obs
+	// Released even if a step panics (net/http recovers a handler's panic
+	// and serves on): a lease renewed for a dead continuation would keep
+	// its run from every worker.
 	c.e.leases.hold(c)
+	defer c.e.leases.release(c)
 	out := c.execute(ctx)
-	c.e.leases.release(c)
 	out.RunID, out.Steps, out.Iterations, out.Usage = c.run.ID, c.steps, c.state.Iterations, c.state.Usage
 	if out.Err != nil {
 		c.e.log.Warn("continuation stopped", "run", c.run.ID, "err", out.Err)

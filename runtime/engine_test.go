@@ -519,3 +519,41 @@ func TestMaxIterations(t *testing.T) {
 		t.Errorf("outcome = %+v, want failed with max_iterations", out)
 	}
 }
+
+// TestPanickingStepReleasesTheLease: a tool that panics unwinds its
+// continuation (net/http would recover the handler and serve on). Its
+// lease is no longer renewed, so a worker can take the run over once the
+// lease lapses; renewed for a dead continuation, it would never lapse.
+func TestPanickingStepReleasesTheLease(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	f := newFixture(t, lease, `
+identifier: panics
+tools: [panics]
+provider:
+  type: scripted
+  script:
+    rounds:
+      - tool_calls: [{name: panics, arguments: {}}]
+      - text: "done"
+`)
+	ctx := context.Background()
+	c, err := f.eng.Start(ctx, runtime.StartRequest{Configuration: "panics", Prompt: "go", Owner: f.owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	panicked := func() (p any) {
+		defer func() { p = recover() }()
+		c.Run(ctx, nil)
+		return nil
+	}()
+	if panicked == nil {
+		t.Fatal("the continuation did not panic")
+	}
+	deadline := time.Now().Add(10 * lease)
+	for f.st.TakeOver(ctx, c.RunID(), "worker", time.Minute) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("run %d could not be taken over %s after its continuation died: its lease is still renewed", c.RunID(), 10*lease)
+		}
+		time.Sleep(lease / 10)
+	}
+}

@@ -133,7 +133,7 @@ func newFixture(t testing.TB, lease time.Duration, yamls ...string) *fixture {
 	t.Helper()
 	db, _ := dbtest.New(t)
 	st := store.New(db)
-	tools := builtin.Registry(append(builtin.Tools(st), noop{})...)
+	tools := builtin.Registry(append(builtin.Tools(st), noop{}, panics{})...)
 	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Providers: scripted.Factory,
 		Validator: schema.New(), Lease: lease})
 	f := &fixture{db: db, st: st, eng: eng, tools: tools}
@@ -273,3 +273,13 @@ func (noop) Spec() runtime.ToolSpec {
 }
 
 func (noop) Call(context.Context, runtime.Invocation) (string, error) { return "ok", nil }
+
+// panics is a tool whose call panics, as a bug in a tool would.
+type panics struct{}
+
+func (panics) Spec() runtime.ToolSpec {
+	return runtime.ToolSpec{Name: "panics", Description: "panics", Effect: runtime.ReadOnly,
+		Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (panics) Call(context.Context, runtime.Invocation) (string, error) { panic("a bug in a tool") }
