@@ -279,6 +279,7 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, id int64, c
 	var steps atomic.Int64
 	st.send(lineProgress, progressLine{Type: "progress", Steps: 0})
 	stop := st.keepalives(s.keepalive, func() any { return progressLine{Type: "keepalive", Steps: steps.Load()} })
+	defer stop() // also when the continuation panics: no keepalive may follow the handler
 	out := c.Run(ctx, runtime.ObserverFunc(func(runtime.Step) {
 		st.send(lineProgress, progressLine{Type: "progress", Steps: steps.Add(1)})
 	}))

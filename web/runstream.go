@@ -97,6 +97,7 @@ func (s *Server) runContinuation(w http.ResponseWriter, r *http.Request, c *runt
 	}
 	st := s.startStream(w)
 	stop := st.keepalives(s.keepalive, func() any { return map[string]string{"event": "keepalive"} })
+	defer stop() // also when the continuation panics: no keepalive may follow the handler
 	out := c.Run(context.WithoutCancel(r.Context()), runtime.ObserverFunc(func(step runtime.Step) {
 		st.send(lineStep, map[string]any{"event": "step", "seq": step.Seq, "step": stepView(step, full)})
 	}))

@@ -79,7 +79,8 @@ func (st *stream) flush() {
 }
 
 // keepalives sends line() whenever every passed without a line, until
-// stop is called, whatever the continuation is doing meanwhile. It holds
+// stop is called (once or more), whatever the continuation is doing
+// meanwhile. It holds
 // no goroutine between keepalives — a timer's function runs only when
 // one may be due — which matters with thousands of streams open.
 func (st *stream) keepalives(every time.Duration, line func() any) (stop func()) {
