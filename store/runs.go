@@ -179,17 +179,11 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 	q.WriteString(`INSERT INTO decisions (run_id, turn_digest, kind, scope, reason, input, decided_by, path)
 		SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1;` + "\n")
 	args = append(args, c.RunID, c.Digest, d.Kind, d.Scope, d.Reason, nullJSON(d.Input), d.DecidedBy, d.Path)
-	if len(c.Standing) > 0 {
-		q.WriteString("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)")
-		for i, tool := range c.Standing {
-			if i > 0 {
-				q.WriteString(" UNION ALL")
-			}
-			q.WriteString(" SELECT ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1")
-			args = append(args, c.RunID, tool, d.DecidedBy)
-		}
-		q.WriteString(";\n")
+	standing := make([][]any, len(c.Standing))
+	for i, tool := range c.Standing {
+		standing[i] = []any{c.RunID, tool, d.DecidedBy}
 	}
+	args = guardedRows(&q, args, "INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", "ROW_COUNT() = 1", standing)
 	q.WriteString("COMMIT")
 	res, err := s.script(ctx, q.String(), args)
 	if isDuplicate(err) {
@@ -243,17 +237,11 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 			SELECT ?, ?, ?, ?, ?, ? FROM DUAL WHERE ` + held + ";\n")
 		args = append(args, c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, string(e.Payload))
 	}
-	if len(c.Messages) > 0 {
-		q.WriteString("INSERT INTO run_messages (run_id, idx, body)")
-		for i, m := range c.Messages {
-			if i > 0 {
-				q.WriteString(" UNION ALL")
-			}
-			q.WriteString(" SELECT ?, ?, ? FROM DUAL WHERE " + held)
-			args = append(args, c.RunID, c.FirstMessage+i, m)
-		}
-		q.WriteString(";\n")
+	messages := make([][]any, len(c.Messages))
+	for i, m := range c.Messages {
+		messages[i] = []any{c.RunID, c.FirstMessage + i, m}
 	}
+	args = guardedRows(&q, args, "INSERT INTO run_messages (run_id, idx, body)", held, messages)
 	if c.Executed != "" {
 		q.WriteString(`UPDATE decisions SET executed_at = NOW(6)
 			WHERE run_id = ? AND turn_digest = ? AND executed_at IS NULL AND @held = 1;` + "\n")
@@ -286,6 +274,25 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 		return true, fmt.Errorf("store: suspend run %d: %w", c.RunID, runtime.ErrCancelRequested)
 	}
 	return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, runtime.ErrLeaseLost)
+}
+
+// guardedRows writes one INSERT of rows into a script, each row a SELECT
+// that yields it only while guard holds, and returns args with the rows'
+// values appended; no rows, no statement.
+func guardedRows(q *strings.Builder, args []any, insert, guard string, rows [][]any) []any {
+	if len(rows) == 0 {
+		return args
+	}
+	q.WriteString(insert)
+	for i, row := range rows {
+		if i > 0 {
+			q.WriteString(" UNION ALL")
+		}
+		q.WriteString(" SELECT " + strings.Repeat("?, ", len(row)-1) + "? FROM DUAL WHERE " + guard)
+		args = append(args, row...)
+	}
+	q.WriteString(";\n")
+	return args
 }
 
 // runUpdate is the SET clause of a step's UPDATE and its arguments. A step

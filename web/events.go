@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -168,7 +167,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, ps httprouter
 	st := s.startStream(w)
 	// stop runs before the last line, so no keepalive follows it, and again
 	// on every other way out.
-	stop := sync.OnceFunc(st.keepalives(s.keepalive, func() any { return typeLine{Type: "keepalive"} }))
+	stop := st.keepalives(s.keepalive, func() any { return typeLine{Type: "keepalive"} })
 	defer stop()
 	st.send(lineAttached, attachedLine{Type: "attached", FirstSeq: first, LatestSeq: latest, Status: run.Status, Live: live(run.Status)})
 	last := q.afterSeq
