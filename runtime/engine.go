@@ -184,7 +184,7 @@ type CancelResult struct {
 
 // Cancel cancels a run from any non-terminal state: at once when nobody
 // holds it, cooperatively at the next step boundary when it runs. Only the
-// owner and admins may cancel. Refusals: not_found, not_permitted,
+// owner and admins may cancel. Refusals: not_found (also for anyone else),
 // not_waiting (already settled).
 func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelResult, error) {
 	for attempt := 0; attempt < 5; attempt++ {
@@ -195,8 +195,10 @@ func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelRe
 		if err != nil {
 			return CancelResult{}, err
 		}
-		if actor.Role != RoleAdmin && actor.ID != run.OwnerID {
-			return CancelResult{}, refuse(CodeNotPermitted, "only the run's owner or an admin may cancel it")
+		if !MayRead(actor, run) {
+			// Only they may cancel: to anyone else the run does not
+			// exist, whatever its state.
+			return CancelResult{}, refuse(CodeNotFound, "no run %d", runID)
 		}
 		if run.Status.Terminal() {
 			return CancelResult{}, refuse(CodeNotWaiting, "run %d is already %s", runID, run.Status)

@@ -131,7 +131,7 @@ func TestRefusalsWriteNothing(t *testing.T) {
 		{"someone without the grant", plain, func(o runtime.Outcome) error {
 			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.other})
 			return err
-		}, runtime.CodeNotPermitted},
+		}, runtime.CodeNotFound},
 		{"process run in the inbox", process, func(o runtime.Outcome) error {
 			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.approver, Inbox: true})
 			return err
@@ -471,8 +471,8 @@ func TestCancel(t *testing.T) {
 	ctx := context.Background()
 	t.Run("waiting run at once", func(t *testing.T) {
 		paused, _ := f.waiting(t, "refund")
-		if _, err := f.eng.Cancel(ctx, paused.RunID, f.other); runtime.CodeOf(err) != runtime.CodeNotPermitted {
-			t.Errorf("cancel by another user: %v, want not_permitted", err)
+		if _, err := f.eng.Cancel(ctx, paused.RunID, f.other); runtime.CodeOf(err) != runtime.CodeNotFound {
+			t.Errorf("cancel by another user: %v, want not_found", err)
 		}
 		res, err := f.eng.Cancel(ctx, paused.RunID, f.owner)
 		if err != nil || res.Status != runtime.StatusCancelled {

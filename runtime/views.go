@@ -88,7 +88,7 @@ type RunDetail struct {
 // only: anyone else gets not_found, so a run's existence is not revealed.
 func (e *Engine) Visible(ctx context.Context, runID int64, actor Actor) (*Run, *Configuration, error) {
 	run, err := e.store.Run(ctx, runID)
-	if errors.Is(err, ErrNotFound) || (err == nil && actor.Role != RoleAdmin && actor.ID != run.OwnerID) {
+	if errors.Is(err, ErrNotFound) || (err == nil && !MayRead(actor, run)) {
 		return nil, nil, refuse(CodeNotFound, "no run %d", runID)
 	}
 	if err != nil {

@@ -107,7 +107,6 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, params, me
 var apiStatus = map[runtime.Code]int{
 	runtime.CodeNotFound:              http.StatusNotFound,
 	runtime.CodeNotWaiting:            http.StatusConflict,
-	runtime.CodeNotPermitted:          http.StatusForbidden,
 	runtime.CodeProcessRun:            http.StatusConflict,
 	runtime.CodeInactiveConfiguration: http.StatusConflict,
 	runtime.CodeFourEyes:              http.StatusForbidden,
@@ -241,10 +240,16 @@ type runJSON struct {
 }
 
 func toRunJSON(r *runtime.Run, configuration string) runJSON {
-	return runJSON{ID: r.ID, Configuration: configuration, Status: string(r.Status), Origin: string(r.Origin),
-		TurnDigest: r.TurnDigest, Reason: r.TerminationReason, Answer: r.Answer, Iterations: r.Iterations,
+	j := runJSON{ID: r.ID, Configuration: configuration, Status: string(r.Status), Origin: string(r.Origin),
+		Reason: r.TerminationReason, Answer: r.Answer, Iterations: r.Iterations,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
 		CreatedAt: r.CreatedAt.UTC().Format(timeFormat), UpdatedAt: r.UpdatedAt.UTC().Format(timeFormat)}
+	if r.Status.Waiting() {
+		// A digest names the turn that waits; once decided it names
+		// nothing anyone can act on (the OpenAPI document says so).
+		j.TurnDigest = r.TurnDigest
+	}
+	return j
 }
 
 const timeFormat = "2006-01-02T15:04:05.000000Z"

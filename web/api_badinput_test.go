@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -49,6 +50,8 @@ func TestAPIBadInput(t *testing.T) {
 		{"stale digest", decisions, `{"turn_digest":"` + other + `","decision":"approve"}`, 409, "stale_turn", "changed"},
 		{"unknown run", runPathAPI(id+1000, "/decisions"), `{"turn_digest":"` + d + `","decision":"approve"}`, 404, "not_found", "no run"},
 		{"malformed run id", "/api/runs/abc/decisions", `{"turn_digest":"` + d + `","decision":"approve"}`, 404, "not_found", "positive integers"},
+		{"run id with a plus sign", fmt.Sprintf("/api/runs/+%d/decisions", id), `{"turn_digest":"` + d + `","decision":"approve"}`, 404, "not_found", "positive integers"},
+		{"run id with a leading zero", fmt.Sprintf("/api/runs/0%d/decisions", id), `{"turn_digest":"` + d + `","decision":"approve"}`, 404, "not_found", "positive integers"},
 		{"approval of an input turn", runPathAPI(input.RunID, "/decisions"), `{"turn_digest":"` + input.Digest + `","decision":"approve"}`, 409, "not_waiting", "not waiting_for_approval"},
 
 		{"missing input", answers, `{"turn_digest":"` + input.Digest + `"}`, 400, "invalid_request", "input is required"},
@@ -114,7 +117,7 @@ func TestAPIRefusals(t *testing.T) {
 	}{
 		{"four eyes", "owner", fourEyes, "approve", 403, "four_eyes"},
 		{"grant missing", "approver", granted, "approve", 403, "approver_not_permitted"},
-		{"not permitted", "other", mine, "approve", 403, "not_permitted"},
+		{"a stranger, as for a run that does not exist", "other", mine, "approve", 404, "not_found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -153,10 +153,6 @@ func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request, ps httprouter
 		return
 	}
 	res, err := s.engine.Cancel(r.Context(), id, actor)
-	if runtime.CodeOf(err) == runtime.CodeNotPermitted {
-		// Only owners and admins may cancel, and only they may see the run.
-		err = unknownRun(ps)
-	}
 	if err != nil {
 		s.apiFail(w, r, err)
 		return
@@ -334,7 +330,7 @@ func invalid(message string) error {
 func unknownRun(ps httprouter.Params) error {
 	msg := fmt.Sprintf("no run %s", ps.ByName("id"))
 	if _, ok := runID(ps); !ok {
-		msg = fmt.Sprintf("no run %q: run ids are positive integers", ps.ByName("id"))
+		msg = fmt.Sprintf("no run %q: run ids are positive integers, written without a sign or leading zeros", ps.ByName("id"))
 	}
 	return &runtime.Refusal{Code: runtime.CodeNotFound, Message: msg}
 }

@@ -321,6 +321,20 @@ func TestAPIRunVisibility(t *testing.T) {
 			got.wantError(t, tt.want, "not_found")
 		})
 	}
+
+	// The digest names the turn that waits, and only while it waits.
+	owner := a.bearer(t, "owner", "run:read")
+	run := owner.call(t, a, http.MethodGet, runPathAPI(paused.RunID, ""), "", nil).wantKeys(t, http.StatusOK, "run")["run"].(map[string]any)
+	if run["turn_digest"] != paused.Digest {
+		t.Errorf("waiting run's turn_digest = %v, want %s", run["turn_digest"], paused.Digest)
+	}
+	if _, err := a.eng.Cancel(context.Background(), paused.RunID, a.users["owner"].Actor()); err != nil {
+		t.Fatal(err)
+	}
+	run = owner.call(t, a, http.MethodGet, runPathAPI(paused.RunID, ""), "", nil).wantKeys(t, http.StatusOK, "run")["run"].(map[string]any)
+	if d, ok := run["turn_digest"]; ok {
+		t.Errorf("settled run shows turn_digest %v, want none", d)
+	}
 }
 
 // TestAPICancel: a waiting run is cancelled at once; a running one at its

@@ -94,10 +94,12 @@ func parseEventsQuery(r *http.Request) (eventsQuery, error) {
 	q := r.URL.Query()
 	eq := eventsQuery{follow: true}
 	if q.Has("after_seq") {
-		n, err := strconv.ParseUint(q.Get("after_seq"), 10, strconv.IntSize-1)
+		// Seqs are stored as a signed 32-bit INT: a larger after_seq names
+		// no event, and its first_seq (after_seq+1) must not overflow.
+		n, err := strconv.ParseUint(q.Get("after_seq"), 10, 31)
 		if err != nil {
 			return eq, &runtime.Refusal{Code: runtime.CodeInvalidRequest,
-				Message: "after_seq must be a non-negative integer, the seq of the last event you have"}
+				Message: "after_seq must be an integer from 0 to 2147483647, the seq of the last event you have"}
 		}
 		eq.afterSeq = int(n)
 	}

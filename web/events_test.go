@@ -376,9 +376,14 @@ func TestEventsRefusals(t *testing.T) {
 		{"negative after_seq", "owner", eventsPath(id, "after_seq=-1"), http.StatusBadRequest, "invalid_request"},
 		{"word after_seq", "owner", eventsPath(id, "after_seq=abc"), http.StatusBadRequest, "invalid_request"},
 		{"empty after_seq", "owner", eventsPath(id, "after_seq="), http.StatusBadRequest, "invalid_request"},
+		{"after_seq beyond any seq", "owner", eventsPath(id, "after_seq=2147483648"), http.StatusBadRequest, "invalid_request"},
+		{"after_seq near the int64 maximum", "owner", eventsPath(id, "after_seq=9223372036854775807"), http.StatusBadRequest, "invalid_request"},
+		{"the largest after_seq", "owner", eventsPath(id, "after_seq=2147483647&follow=false"), http.StatusOK, ""},
 		{"follow maybe", "owner", eventsPath(id, "follow=maybe"), http.StatusBadRequest, "invalid_request"},
 		{"unknown run", "owner", eventsPath(id+1000, ""), http.StatusNotFound, "not_found"},
 		{"malformed id", "owner", "/api/runs/abc/events", http.StatusNotFound, "not_found"},
+		{"id with a plus sign", "owner", fmt.Sprintf("/api/runs/+%d/events", id), http.StatusNotFound, "not_found"},
+		{"id with a leading zero", "owner", fmt.Sprintf("/api/runs/0%d/events", id), http.StatusNotFound, "not_found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,10 +18,13 @@ import (
 	"github.com/turnstile-dev/turnstile/templates"
 )
 
-// runID reads the :id of a route; a malformed one is no run at all.
+// runID reads the :id of a route; a malformed one is no run at all. Only
+// the canonical form names a run: "+5" and "05" are not run 5, so one run
+// has one address.
 func runID(ps httprouter.Params) (int64, bool) {
-	id, err := strconv.ParseInt(ps.ByName("id"), 10, 64)
-	return id, err == nil && id > 0
+	s := ps.ByName("id")
+	id, err := strconv.ParseInt(s, 10, 64)
+	return id, err == nil && id > 0 && strconv.FormatInt(id, 10) == s
 }
 
 func (s *Server) inbox(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
@@ -191,8 +194,6 @@ func refusalFlash(id int64, r *runtime.Refusal) string {
 	switch r.Code {
 	case runtime.CodeNotWaiting:
 		return fmt.Sprintf("Run %d no longer waits for this decision.", id)
-	case runtime.CodeNotPermitted:
-		return fmt.Sprintf("You may not decide run %d.", id)
 	case runtime.CodeProcessRun:
 		return fmt.Sprintf("Run %d is decided by the process that started it, not in the inbox.", id)
 	case runtime.CodeInactiveConfiguration:

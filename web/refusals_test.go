@@ -69,18 +69,18 @@ func TestInboxRefusals(t *testing.T) {
 				return o.RunID, inboxPath(o.RunID, "input"), answerForm(o.Digest)
 			},
 			wantFlash: "Run %d no longer waits for this decision."},
-		{name: "not_permitted: decision", user: "other",
+		{name: "a stranger's decision: as for no run", user: "other",
 			setup: func(t *testing.T, c *client) (int64, string, url.Values) {
 				o := waiting("refund")
 				return o.RunID, inboxPath(o.RunID, "decision"), approve(o.Digest)
 			},
-			wantFlash: "You may not decide run %d."},
-		{name: "not_permitted: input that would not validate either", user: "other",
+			want404: true},
+		{name: "a stranger's input that would not validate either: as for no run", user: "other",
 			setup: func(t *testing.T, c *client) (int64, string, url.Values) {
 				o := waiting("input")
 				return o.RunID, inboxPath(o.RunID, "input"), url.Values{"turn_digest": {o.Digest}, "amount": {"abc"}}
 			},
-			wantFlash: "You may not decide run %d."},
+			want404: true},
 		{name: "process_run", user: "approver",
 			setup: func(t *testing.T, c *client) (int64, string, url.Values) {
 				o := a.start(t, "refund", "owner", runtime.OriginProcess)

@@ -57,10 +57,6 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, ps httprouter.Pa
 		s.flash(r.Context(), fmt.Sprintf("Run %d was cancelled.", id))
 	case err == nil:
 		s.flash(r.Context(), fmt.Sprintf("Run %d stops at its next step.", id))
-	case runtime.CodeOf(err) == runtime.CodeNotPermitted:
-		// Only owners and admins may cancel, and only they may see the run.
-		s.errorPage(w, r, http.StatusNotFound)
-		return
 	case errors.As(err, &ref) && ref.Code != runtime.CodeNotFound:
 		// The engine's message names the run already: "run 5 is already cancelled".
 		s.flash(r.Context(), strings.ToUpper(ref.Message[:1])+ref.Message[1:]+".")
