@@ -86,7 +86,23 @@ func (e *Engine) SubmitInput(ctx context.Context, req InputRequest) (*Continuati
 	if err := p.check(ctx); err != nil {
 		return nil, err
 	}
-	fields, err := e.validator.Errors(p.state.Pending.Schema, req.Input)
+	// What is checked is what is stored and what the model reads: the
+	// answer read strictly and written again, never the bytes as sent.
+	input, err := NormalizeJSON(req.Input)
+	var bad *JSONError
+	if errors.As(err, &bad) {
+		field := ""
+		if len(bad.Path) > 0 {
+			field = bad.Path[0]
+		}
+		return nil, &Refusal{Code: CodeInvalidInput, Message: "the answer does not fit the form: " + bad.Error(),
+			Fields: map[string]string{field: bad.Problem}}
+	}
+	if err != nil {
+		return nil, &Refusal{Code: CodeInvalidInput, Message: "the answer is not valid JSON",
+			Fields: map[string]string{"": err.Error()}}
+	}
+	fields, err := e.validator.Errors(p.state.Pending.Schema, input)
 	if err != nil {
 		return nil, &Refusal{Code: CodeInvalidInput, Message: "the answer is not valid JSON",
 			Fields: map[string]string{"": err.Error()}}
@@ -100,7 +116,7 @@ func (e *Engine) SubmitInput(ctx context.Context, req InputRequest) (*Continuati
 	if fields != nil {
 		return nil, &Refusal{Code: CodeInvalidInput, Message: "the answer does not fit the form", Fields: fields}
 	}
-	return p.claim(ctx, DecisionRecord{Kind: DecisionInput, Scope: ScopeOnce, Input: req.Input}, nil)
+	return p.claim(ctx, DecisionRecord{Kind: DecisionInput, Scope: ScopeOnce, Input: input}, nil)
 }
 
 // pipeline carries one decision through its checks and its claim.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultLease is how long a claim holds without a renewal before a worker
@@ -135,6 +136,10 @@ func (e *Engine) newRun(ctx context.Context, req StartRequest) (*Run, *Configura
 		return nil, nil, State{}, nil, refuse(CodeInvalidRequest, "the prompt is empty")
 	case len(prompt) > maxPromptBytes:
 		return nil, nil, State{}, nil, refuse(CodeInvalidRequest, "the prompt is longer than %d bytes", maxPromptBytes)
+	case !utf8.ValidString(prompt):
+		return nil, nil, State{}, nil, refuse(CodeInvalidRequest, "the prompt is not valid text (UTF-8)")
+	case !utf8.ValidString(req.Configuration):
+		return nil, nil, State{}, nil, refuse(CodeNotFound, "no configuration %q", req.Configuration)
 	}
 	origin := req.Origin
 	if origin == "" {

@@ -242,12 +242,29 @@ func TestInputAnswersTheTool(t *testing.T) {
 		t.Fatalf("paused = %+v, want waiting for input with a schema", paused)
 	}
 	c, err := f.eng.SubmitInput(context.Background(), runtime.InputRequest{RunID: paused.RunID, Digest: paused.Digest,
-		Input: json.RawMessage(`{"amount":250,"note":"SECRET-NOTE"}`), Actor: f.approver})
+		Input: json.RawMessage(`{ "note": "SECRET-NOTE",  "amount": 250 }`), Actor: f.approver})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out := c.Run(context.Background(), nil); out.Status != runtime.StatusCompleted {
 		t.Fatalf("outcome = %+v, want completed", out)
+	}
+	// What is stored and what the model reads is the value that was
+	// checked, written again, not the bytes as sent.
+	const want = `{"amount":250,"note":"SECRET-NOTE"}`
+	d, err := f.st.Decision(context.Background(), paused.RunID, paused.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(d.Input) != want {
+		t.Errorf("stored input = %s, want %s", d.Input, want)
+	}
+	var result string
+	if err := f.db.Get(&result, `SELECT body FROM run_messages WHERE run_id = ? AND body LIKE '%"role":"tool"%' ORDER BY idx DESC LIMIT 1`, paused.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(result, `"content":"{\"amount\":250,\"note\":\"SECRET-NOTE\"}"`) {
+		t.Errorf("the tool result the model reads = %s, want the answer %s", result, want)
 	}
 	for _, e := range f.events(t, paused.RunID) {
 		if strings.Contains(string(e.Payload), "SECRET-NOTE") {

@@ -176,7 +176,60 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body has data after its JSON object"}
 	}
+	// encoding/json keeps the last of two equal keys and matches field
+	// names without regard to case: read again, strictly, so that what
+	// was decoded is the only reading the body has.
+	tree, err := runtime.DecodeStrict(body)
+	if err != nil {
+		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body is not the JSON this route takes: " + err.Error()}
+	}
+	if field := inexactField(tree, reflect.TypeOf(dst)); field != "" {
+		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body is not the JSON this route takes: " +
+			jsonProblem(fmt.Errorf("json: unknown field %q", field))}
+	}
 	return nil
+}
+
+// inexactField returns a key of v that names a field of t only when case
+// is ignored, or "" when every key of every object decoded into a struct
+// is its field's exact name. v is what DecodeStrict read.
+func inexactField(v any, t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		fields := map[string]reflect.Type{}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" {
+				name = f.Name
+			}
+			fields[name] = f.Type
+		}
+		for k, e := range m {
+			ft, ok := fields[k]
+			if !ok {
+				return k
+			}
+			if bad := inexactField(e, ft); bad != "" {
+				return bad
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		a, _ := v.([]any)
+		for _, e := range a {
+			if bad := inexactField(e, t.Elem()); bad != "" {
+				return bad
+			}
+		}
+	}
+	return ""
 }
 
 // errTooLarge is a body over the limit; callers answer 413.

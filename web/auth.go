@@ -7,7 +7,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -75,6 +77,12 @@ func (s *Server) form(h httprouter.Handle) httprouter.Handle {
 			s.errorPage(w, r, http.StatusBadRequest)
 			return
 		}
+		// Checked once here for every form, so that no handler, and no
+		// MySQL column, ever sees bytes that are not text.
+		if !validForm(r.Form) {
+			s.errorMessage(w, r, http.StatusBadRequest, "The form holds text that is not valid UTF-8. Type it again and send it once more.")
+			return
+		}
 		want := s.sessions.GetString(r.Context(), sessionCSRF)
 		got := r.PostForm.Get("csrf_token")
 		if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(got)) != 1 {
@@ -83,6 +91,21 @@ func (s *Server) form(h httprouter.Handle) httprouter.Handle {
 		}
 		h(w, r, ps)
 	}
+}
+
+// validForm reports whether every name and value of a form is UTF-8.
+func validForm(form url.Values) bool {
+	for k, vs := range form {
+		if !utf8.ValidString(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !utf8.ValidString(v) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // csrfToken returns the session's CSRF token, making one when the session

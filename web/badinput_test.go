@@ -282,3 +282,40 @@ func TestStreamedRefusalsKeepTheirAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestFormsRefuseBytesThatAreNotText: text that is not UTF-8 in any field
+// of any form — a prompt, a reason, a user name, a field's name — is a 400
+// page that says so, never a 500 from MySQL, and nothing is written.
+func TestFormsRefuseBytesThatAreNotText(t *testing.T) {
+	a := newApp(t, 0)
+	paused := a.start(t, "refund", "owner", runtime.OriginInteractive)
+	input := a.start(t, "input", "owner", runtime.OriginInteractive)
+	tests := []struct {
+		name, role, path string
+		form             url.Values
+	}{
+		{"playground prompt", "admin", "/playground/runs", url.Values{"configuration": {"refund"}, "prompt": {"Refund \xff\xfe"}}},
+		{"playground prompt, streamed", "admin", "/playground/runs?stream=1", url.Values{"configuration": {"refund"}, "prompt": {"\xc3"}}},
+		{"playground configuration", "admin", "/playground/runs", url.Values{"configuration": {"ref\xffund"}, "prompt": {"Refund X-1"}}},
+		{"decision reason", "approver", inboxPath(paused.RunID, "decision"), url.Values{"turn_digest": {paused.Digest}, "decision": {"deny"}, "reason": {"no \xff"}}},
+		{"input field", "approver", inboxPath(input.RunID, "input"), url.Values{"turn_digest": {input.Digest}, "amount": {"250"}, "note": {"\xed\xa0\x80"}}},
+		{"a field's name", "approver", inboxPath(paused.RunID, "decision"), url.Values{"turn_digest": {paused.Digest}, "decision": {"approve"}, "\xff": {"x"}}},
+		{"user name at sign-in", "", "/login", url.Values{"username": {"own\xffer"}, "password": {"x"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := a.as(t, tt.role)
+			before, beforeInput, runs := a.state(t, paused.RunID), a.state(t, input.RunID), a.runCount(t)
+			res, body := c.post(tt.path, tt.form)
+			wantErrorPage(t, res, body, http.StatusBadRequest, "Bad request")
+			if !strings.Contains(body, "not valid UTF-8") {
+				t.Errorf("the page does not say what is wrong:\n%s", body)
+			}
+			a.unchanged(t, paused.RunID, before)
+			a.unchanged(t, input.RunID, beforeInput)
+			if n := a.runCount(t); n != runs {
+				t.Errorf("%d runs after a refused form, want %d", n, runs)
+			}
+		})
+	}
+}

@@ -26,9 +26,18 @@ var errorTexts = map[int][2]string{
 
 // errorPage renders the error page for a status.
 func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int) {
+	s.errorMessage(w, r, status, "")
+}
+
+// errorMessage renders the error page for a status with a message of its
+// own, or the status's usual one when message is "".
+func (s *Server) errorMessage(w http.ResponseWriter, r *http.Request, status int, message string) {
 	t, ok := errorTexts[status]
 	if !ok {
 		t = [2]string{http.StatusText(status), ""}
+	}
+	if message != "" {
+		t[1] = message
 	}
 	s.render(w, r, status, templates.Error(templates.ErrorPage{
 		Page: s.pageFor(r, t[0]), Status: status, Heading: t[0], Message: t[1]}))
