@@ -11,8 +11,8 @@ import (
 func TestNormalizeJSON(t *testing.T) {
 	tests := []struct {
 		name, in, want string
-		wantPath      string // of the *JSONError; "-" for none
-		wantProblem   string
+		wantPath       string // of the *JSONError; "-" for none
+		wantProblem    string
 	}{
 		{"sorted and compact", `{ "b": [1, 2.50, "x"], "a": {"z": null, "y": true} }`, `{"a":{"y":true,"z":null},"b":[1,2.50,"x"]}`, "-", ""},
 		{"a key given twice", `{"amount":-999999,"note":"x","amount":5}`, "", "amount", "is given twice"},

@@ -35,7 +35,9 @@ func (u *untouched) WriteHeader(int)             { u.wrote = true }
 // body of the API. It may refuse only with invalid_request or errTooLarge,
 // writes nothing, and accepts exactly what encoding/json reads strictly:
 // valid UTF-8, one JSON object (or null, which leaves the body empty for
-// the route to refuse, as TestAPIBadInput pins) and no unknown field.
+// the route to refuse, as TestAPIBadInput pins) and no unknown field —
+// with each key given once (runtime.DecodeStrict, tested on its own) and
+// in its field's exact case.
 func FuzzDecodeJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkDecodeJSON[decisionBody](t, body)
@@ -101,6 +103,21 @@ func strictDecode[T any](body []byte) (v T, why string) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return v, "has more after its JSON value"
+	}
+	if _, err := runtime.DecodeStrict(body); err != nil {
+		return v, "gives a key twice or nests too deeply: " + err.Error()
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(body, &keys) == nil {
+		exact := map[string]bool{}
+		for f := range reflect.TypeFor[T]().Fields() {
+			exact[strings.Split(f.Tag.Get("json"), ",")[0]] = true
+		}
+		for k := range keys {
+			if !exact[k] {
+				return v, "names a field in another case: " + k
+			}
+		}
 	}
 	return v, ""
 }
