@@ -447,8 +447,12 @@ func (c *Continuation) settle(ctx context.Context, status Status, reason, answer
 	if detail != "" {
 		p["detail"] = detail
 	}
-	err := c.record(ctx, KindSettle, c.state.Iterations, 0, p, func(cm *Commit) {
-		cm.Status, cm.TerminationReason, cm.Answer = status, reason, answer
+	sealed, err := c.e.sealText(answer)
+	if err != nil {
+		return c.stopped(err)
+	}
+	err = c.record(ctx, KindSettle, c.state.Iterations, 0, p, func(cm *Commit) {
+		cm.Status, cm.TerminationReason, cm.Answer = status, reason, sealed
 		c.outcome(cm, string(status))
 	})
 	if err != nil {
@@ -521,10 +525,16 @@ func (c *Continuation) record(ctx context.Context, kind EventKind, round int, to
 		}
 	}
 	ev := Event{RunID: c.run.ID, Kind: kind, Round: round, DurationMS: took.Milliseconds()}
+	stored := ev
 	if kind != "" {
 		ev.Seq, ev.Payload = c.seq+1, filter(c.cfg.PrivacyLevel, p)
+		stored.Seq = ev.Seq
+		var err error
+		if stored.Payload, err = c.e.sealJSON(ev.Payload); err != nil {
+			return err
+		}
 	}
-	cm := Commit{RunID: c.run.ID, ClaimedBy: c.run.ClaimedBy, Event: ev, State: blob,
+	cm := Commit{RunID: c.run.ID, ClaimedBy: c.run.ClaimedBy, Event: stored, State: blob,
 		Messages: added, FirstMessage: c.stored, Lease: c.e.lease,
 		Iterations: c.state.Iterations, Usage: c.state.Usage, Status: StatusRunning}
 	if edit != nil {

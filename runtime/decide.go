@@ -203,7 +203,7 @@ func (p *pipeline) checkGrants() error {
 // the very turn the decider saw, and the decision is recorded with it.
 func (p *pipeline) claim(ctx context.Context, d DecisionRecord, standing []string) (*Continuation, error) {
 	d.RunID, d.TurnDigest, d.DecidedBy, d.DeciderName = p.runID, p.digest, p.actor.ID, p.actor.Name
-	c := Claim{RunID: p.runID, From: p.waitFor, Digest: p.digest, Decision: d, Standing: standing}
+	c := Claim{RunID: p.runID, From: p.waitFor, Digest: p.digest, Standing: standing}
 	switch p.path {
 	case PathDurable:
 		c.To, d.Path = StatusDecided, PathDurable
@@ -213,7 +213,11 @@ func (p *pipeline) claim(ctx context.Context, d DecisionRecord, standing []strin
 	default:
 		return nil, fmt.Errorf("runtime: decide: unknown path %q", p.path)
 	}
-	c.Decision = d
+	stored, err := p.e.sealDecision(d)
+	if err != nil {
+		return nil, err
+	}
+	c.Decision = stored
 	if err := p.e.store.Claim(ctx, c); err != nil {
 		if errors.Is(err, ErrClaimLost) {
 			err = p.lost(ctx)

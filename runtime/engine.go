@@ -176,7 +176,11 @@ func (e *Engine) newRun(ctx context.Context, req StartRequest) (*Run, *Configura
 	if err != nil {
 		return nil, nil, State{}, nil, err
 	}
-	run := &Run{ConfigurationID: cfg.ID, OwnerID: req.Owner.ID, Origin: origin, State: blob, Prompt: prompt}
+	sealed, err := e.sealText(prompt)
+	if err != nil {
+		return nil, nil, State{}, nil, err
+	}
+	run := &Run{ConfigurationID: cfg.ID, OwnerID: req.Owner.ID, Origin: origin, State: blob, Prompt: sealed}
 	return run, cfg, state, msgs, nil
 }
 
@@ -214,7 +218,10 @@ func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelRe
 				return CancelResult{Status: StatusRunning}, nil
 			}
 		} else {
-			events := cancelEvents(actor, run.Status)
+			var events []Event
+			if events, err = e.sealEvents(cancelEvents(actor, run.Status)); err != nil {
+				return CancelResult{}, err
+			}
 			err = e.store.CancelIdle(ctx, runID, run.Status, events)
 			if err == nil {
 				return CancelResult{Status: StatusCancelled}, nil

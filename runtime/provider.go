@@ -70,6 +70,29 @@ type ToolSource interface {
 	Tools(ctx context.Context, cfg *Configuration) ([]Tool, error)
 }
 
+// UnavailableError is how a ToolSource says that some of a configuration's
+// tools could not be brought: every tool whose name starts with Prefix is
+// missing, for the reason Cause gives. The continuation records it as an
+// event on the run and answers a call of such a tool with it, so the
+// cause is never only in a log. Cause is read by people and by the model:
+// it names no secret. A source returns one per failed part, joined with
+// errors.Join.
+type UnavailableError struct {
+	Source string // what failed, e.g. "mcp server billing"
+	Prefix string // the prefix of the names of the tools it would have brought
+	Cause  string
+}
+
+func (e *UnavailableError) Error() string { return e.Source + ": " + e.Cause }
+
+// StandingNamer is implemented by a tool that calls other tools (an MCP
+// meta-tool's execute). A standing approval (scope=session) of one of its
+// calls covers the tool the call names, never the calling tool itself, so
+// approving one execute does not release every tool behind it.
+type StandingNamer interface {
+	StandingName(arguments json.RawMessage) string
+}
+
 // Tool is something a run can call.
 type Tool interface {
 	Spec() ToolSpec

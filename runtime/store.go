@@ -52,6 +52,8 @@ type Store interface {
 	ContinuingRuns(ctx context.Context, userID int64, limit int) ([]*Run, error)
 	// Events returns a run's events after a seq, in order.
 	Events(ctx context.Context, runID int64, afterSeq int) ([]Event, error)
+	// LastSeq returns the highest event seq of a run, 0 when it has none.
+	LastSeq(ctx context.Context, runID int64) (int, error)
 	// Decision returns the decision recorded for a turn, or ErrNotFound.
 	Decision(ctx context.Context, runID int64, digest string) (*DecisionRecord, error)
 	// RequestCancel flags a running run for cancellation at its next step

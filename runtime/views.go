@@ -98,7 +98,7 @@ func (e *Engine) Visible(ctx context.Context, runID int64, actor Actor) (*Run, *
 	if err != nil {
 		return nil, nil, err
 	}
-	return run, cfg, nil
+	return e.readable(run), cfg, nil
 }
 
 // Detail returns a visible run (see Visible) with its stored events.
@@ -107,7 +107,7 @@ func (e *Engine) Detail(ctx context.Context, runID int64, actor Actor) (*RunDeta
 	if err != nil {
 		return nil, err
 	}
-	events, err := e.store.Events(ctx, runID, 0)
+	events, err := e.Events(ctx, runID, 0)
 	if err != nil {
 		return nil, err
 	}

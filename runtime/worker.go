@@ -109,6 +109,17 @@ func (e *Engine) resume(ctx context.Context, run *Run) (*Continuation, error) {
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, err
 		}
+		if d != nil {
+			if err := e.openDecision(d); errors.Is(err, ErrKeyMissing) {
+				return nil, fmt.Errorf("runtime: run %d left for a process that holds its key: %w", run.ID, err)
+			} else if err != nil {
+				// The decision can never be carried out: settle, as for
+				// a state that cannot be read.
+				c := e.continuation(run, cfg, State{}, nil)
+				c.unreadable = true
+				return c, nil
+			}
+		}
 	}
 	c := e.continuation(run, cfg, state, d)
 	// A cancel requested while no holder could notice it (the holder died,

@@ -96,7 +96,7 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, messages [][]byte
 			lease_expires_at, prompt)
 		VALUES (?, ?, ?, ?, ?, NULLIF(?, ''), IF(? = '', NULL, NOW(6) + INTERVAL ? MICROSECOND), ?)`,
 		r.ConfigurationID, r.OwnerID, r.Origin, r.Status, r.State, r.ClaimedBy,
-		r.ClaimedBy, micros(lease), r.Prompt)
+		r.ClaimedBy, micros(lease), []byte(r.Prompt))
 	if err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}
@@ -178,7 +178,7 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 	args = append(args, c.To, c.ClaimedBy, c.ClaimedBy, micros(c.Lease), c.RunID, c.From, c.Digest)
 	q.WriteString(`INSERT INTO decisions (run_id, turn_digest, kind, scope, reason, input, decided_by, path)
 		SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1;` + "\n")
-	args = append(args, c.RunID, c.Digest, d.Kind, d.Scope, d.Reason, nullJSON(d.Input), d.DecidedBy, d.Path)
+	args = append(args, c.RunID, c.Digest, d.Kind, d.Scope, []byte(d.Reason), nullJSON(d.Input), d.DecidedBy, d.Path)
 	standing := make([][]any, len(c.Standing))
 	for i, tool := range c.Standing {
 		standing[i] = []any{c.RunID, tool, d.DecidedBy}
@@ -235,7 +235,7 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	if e.Kind != "" {
 		q.WriteString(`INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload)
 			SELECT ?, ?, ?, ?, ?, ? FROM DUAL WHERE ` + held + ";\n")
-		args = append(args, c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, string(e.Payload))
+		args = append(args, c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, []byte(e.Payload))
 	}
 	messages := make([][]any, len(c.Messages))
 	for i, m := range c.Messages {
@@ -315,7 +315,7 @@ func runUpdate(c runtime.Commit) (string, []any) {
 	case c.Status.Terminal():
 		set = `status = ?, claimed_by = NULL, lease_expires_at = NULL, pending_effect = NULL,
 			termination_reason = NULLIF(?, ''), answer = ?`
-		args = []any{c.Status, c.TerminationReason, c.Answer}
+		args = []any{c.Status, c.TerminationReason, []byte(c.Answer)}
 	default:
 		set = `lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND, pending_effect = NULLIF(?, '')`
 		args = []any{micros(c.Lease), c.PendingEffect}
@@ -368,7 +368,7 @@ func insertEvent(ctx context.Context, tx sqlx.ExtContext, runID int64, e runtime
 	_, err := tx.ExecContext(ctx, `
 		INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload)
 		VALUES (?, ?, ?, ?, ?, ?)`,
-		runID, e.Seq, e.Kind, e.Round, e.DurationMS, string(e.Payload))
+		runID, e.Seq, e.Kind, e.Round, e.DurationMS, []byte(e.Payload))
 	if isDuplicate(err) {
 		// Only the holder appends; a clash means another holder did.
 		return fmt.Errorf("store: append event %d of run %d: %w", e.Seq, runID, runtime.ErrLeaseLost)
@@ -549,9 +549,12 @@ func oneRow(res interface{ RowsAffected() (int64, error) }, err error, lost erro
 	return nil
 }
 
+// nullJSON is a JSON column's value: NULL for none. Run content goes to
+// MySQL as bytes, never as text: sealed content is binary, and the
+// driver's interpolation marks bytes as such.
 func nullJSON(raw json.RawMessage) any {
 	if len(raw) == 0 {
 		return nil
 	}
-	return string(raw)
+	return []byte(raw)
 }

@@ -230,12 +230,12 @@ func TestStreamedRefusalsKeepTheirAnswers(t *testing.T) {
 				return o.RunID, inboxPath(o.RunID, "decision"), approve("stale")
 			},
 			wantFlash: "The pending action of run %d changed; review it again."},
-		{name: "not permitted", user: "other",
+		{name: "a stranger, as for no run", user: "other",
 			setup: func(t *testing.T) (int64, string, url.Values) {
 				o, _ := a.waiting(t, "refund")
 				return o.RunID, inboxPath(o.RunID, "decision"), approve(o.Digest)
 			},
-			wantFlash: "You may not decide run %d."},
+			want404: true},
 		{name: "settled run", user: "approver",
 			setup: func(t *testing.T) (int64, string, url.Values) {
 				o, _ := a.waiting(t, "refund")

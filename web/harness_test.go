@@ -147,7 +147,7 @@ func newApp(t testing.TB, keepalive time.Duration, options ...func(*web.Deps)) *
 	sessionStore := mysqlstore.NewWithCleanupInterval(db.DB, 0)
 	sessions.Store = sessionStore
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	deps := web.Deps{Logger: log, Ready: st, Engine: eng, Users: st, Tokens: st, Catalog: st, Events: st, Sessions: sessions, Keepalive: keepalive, Metrics: metrics}
+	deps := web.Deps{Logger: log, Ready: st, Engine: eng, Users: st, Tokens: st, Catalog: st, Events: eng, Sessions: sessions, Keepalive: keepalive, Metrics: metrics}
 	for _, o := range options {
 		o(&deps)
 	}

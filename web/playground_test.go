@@ -721,7 +721,7 @@ func TestPlaygroundBusy(t *testing.T) {
 	sessions := scs.New()
 	sessions.Store = mysqlstore.NewWithCleanupInterval(a.db.DB, 0)
 	srv := httptest.NewServer(web.New(web.Deps{Logger: slog.New(slog.DiscardHandler), Ready: a.st, Engine: a.eng,
-		Users: a.st, Catalog: a.st, Events: a.st, Sessions: sessions, MaxContinuations: 1}).Handler())
+		Users: a.st, Catalog: a.st, Events: a.eng, Sessions: sessions, MaxContinuations: 1}).Handler())
 	t.Cleanup(srv.Close)
 	one := *a
 	one.srv = srv

@@ -78,7 +78,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	sessions.Cookie.SameSite = http.SameSiteLaxMode
 	sessions.Cookie.Secure = *secureCookies
 	handler := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Catalog: a.store,
-		Events: a.store, Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout,
+		Events: a.engine, Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout,
 		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store, Metrics: metrics}).Handler()
 	srv := &http.Server{
 		Handler:           handler,
