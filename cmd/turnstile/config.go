@@ -9,10 +9,15 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
+	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/runtime/tool/mcp"
 	"github.com/turnstile-dev/turnstile/store"
 )
 
@@ -60,7 +65,7 @@ func configCommand(ctx context.Context, args []string, e env) error {
 	defer a.close()
 	switch sub {
 	case "apply":
-		return applyConfig(ctx, a, operands[0], data, e.stdout)
+		return applyConfig(ctx, a, operands[0], data, e)
 	case "export":
 		return exportConfig(ctx, a, operands[0], e.stdout)
 	default:
@@ -94,8 +99,10 @@ func readConfigFile(name string, stdin io.Reader) ([]byte, error) {
 
 // applyConfig validates a configuration file and stores it; the file's
 // first error, "file:line: message", is returned as it is and nothing is
-// written. It prints what it did: created, updated or unchanged.
-func applyConfig(ctx context.Context, a *app, name string, data []byte, out io.Writer) error {
+// written. It prints what it did, created, updated or unchanged, and then
+// warns on standard error about each MCP server a run could not reach now
+// (see warnMCP), which refuses nothing.
+func applyConfig(ctx context.Context, a *app, name string, data []byte, e env) error {
 	if name == "-" {
 		name = "<stdin>"
 	}
@@ -103,6 +110,16 @@ func applyConfig(ctx context.Context, a *app, name string, data []byte, out io.W
 	if err != nil {
 		return err
 	}
+	if err := storeConfig(ctx, a, cfg, e.stdout); err != nil {
+		return err
+	}
+	warnMCP(ctx, name, data, cfg, e.getenv, e.stderr)
+	return nil
+}
+
+// storeConfig creates or updates a configuration, or leaves it as it is
+// when its definition is the same, and says which.
+func storeConfig(ctx context.Context, a *app, cfg *runtime.Configuration, out io.Writer) error {
 	verb := "created"
 	old, err := a.store.ConfigurationByIdentifier(ctx, cfg.Identifier)
 	switch {
@@ -179,4 +196,142 @@ func listConfigs(ctx context.Context, a *app, out io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Identifier, c.Name, active, provider, tools)
 	}
 	return tw.Flush()
+}
+
+// mcpCheckTimeout bounds config apply's connection to one MCP server, and
+// then its listing of the server's tools.
+const mcpCheckTimeout = 5 * time.Second
+
+// warnMCP writes a warning, "file:line: warning: mcp server NAME: …", for
+// each ${NAME} of an MCP server entry that is unset in this environment
+// and for each server whose tools cannot be listed now (checked at once,
+// each within mcpCheckTimeout). A run reaches the servers later and from
+// the environment of serve or work, so none of this refuses the file: a
+// warning is what a person can still fix before a run fails over it.
+func warnMCP(ctx context.Context, file string, data []byte, cfg *runtime.Configuration, getenv func(string) string, w io.Writer) {
+	if len(cfg.MCPServers) == 0 {
+		return
+	}
+	lines := mcpLines(data)
+	src := mcp.NewSource(mcp.Options{Getenv: getenv, ConnectTimeout: mcpCheckTimeout, RetryAfter: -1})
+	defer src.Close()
+	warnings := make([][]string, len(cfg.MCPServers))
+	var wg sync.WaitGroup
+	for i, srv := range cfg.MCPServers {
+		at := lines[srv.Name]
+		if missing := mcp.MissingVariables(srv, getenv); len(missing) > 0 {
+			for _, v := range missing {
+				warnings[i] = append(warnings[i], fmt.Sprintf("%s: warning: mcp server %s: environment variable %s is unset here; runs need it where turnstile serve and work run",
+					at.position(file, at.vars[v]), srv.Name, v))
+			}
+			continue
+		}
+		wg.Go(func() {
+			if _, err := src.Check(ctx, srv); err != nil {
+				warnings[i] = append(warnings[i], fmt.Sprintf("%s: warning: %s", at.position(file, at.url), err.Error()))
+			}
+		})
+	}
+	wg.Wait()
+	for _, ws := range warnings {
+		for _, line := range ws {
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// serverLines are where an mcp_servers entry is in its file: the entry,
+// its url and the first mention of each ${NAME}; 0 where unknown.
+type serverLines struct {
+	entry, url int
+	vars       map[string]int
+}
+
+// position is "file:line" of the first known line of line and the
+// entry's, or "file" when neither is known.
+func (l serverLines) position(file string, line int) string {
+	if line == 0 {
+		line = l.entry
+	}
+	if line == 0 {
+		return file
+	}
+	return fmt.Sprintf("%s:%d", file, line)
+}
+
+// mcpLines finds the lines of the mcp_servers entries of a configuration
+// file, by server name. config.Parse has checked the file already; what
+// this does not find simply has no line.
+func mcpLines(data []byte) map[string]serverLines {
+	out := map[string]serverLines{}
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil {
+		return out
+	}
+	top := resolveYAML(&doc)
+	servers := mappingValue(top, "mcp_servers")
+	if servers == nil || servers.Kind != yaml.SequenceNode {
+		return out
+	}
+	for _, item := range servers.Content {
+		item = resolveYAML(item)
+		name := mappingValue(item, "name")
+		if name == nil || name.Kind != yaml.ScalarNode {
+			continue
+		}
+		l := serverLines{entry: item.Line, vars: map[string]int{}}
+		if u := mappingValue(item, "url"); u != nil {
+			l.url = u.Line
+		}
+		walkScalars(item, func(n *yaml.Node) {
+			for _, v := range mcp.Variables(n.Value) {
+				if _, ok := l.vars[v]; !ok && strings.Contains(n.Value, "${"+v+"}") {
+					l.vars[v] = n.Line
+				}
+			}
+		})
+		out[name.Value] = l
+	}
+	return out
+}
+
+// resolveYAML follows aliases and steps into a document.
+func resolveYAML(n *yaml.Node) *yaml.Node {
+	for n != nil && (n.Kind == yaml.AliasNode || (n.Kind == yaml.DocumentNode && len(n.Content) == 1)) {
+		if n.Kind == yaml.AliasNode {
+			n = n.Alias
+		} else {
+			n = n.Content[0]
+		}
+	}
+	return n
+}
+
+// mappingValue is the value of key in mapping n, or nil.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return resolveYAML(n.Content[i+1])
+		}
+	}
+	return nil
+}
+
+// walkScalars calls fn with every scalar under n, in file order. It
+// follows no alias: an alias has no line of its own, and following them
+// could visit one node exponentially often.
+func walkScalars(n *yaml.Node, fn func(*yaml.Node)) {
+	if n == nil || n.Kind == yaml.AliasNode {
+		return
+	}
+	if n.Kind == yaml.ScalarNode {
+		fn(n)
+		return
+	}
+	for _, c := range n.Content {
+		walkScalars(c, fn)
+	}
 }

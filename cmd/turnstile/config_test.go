@@ -3,13 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/turnstile-dev/turnstile/runtime/config"
 	"github.com/turnstile-dev/turnstile/store"
@@ -199,5 +205,100 @@ func TestConfigCommandThroughTheBinary(t *testing.T) {
 		if got := runBinary(t, childEnv("TURNSTILE_DSN="+dsn), args...); got.code == 0 || !strings.Contains(got.stderr, "usage: turnstile config") {
 			t.Errorf("turnstile %s = exit %d, stderr %q; want the usage", strings.Join(args, " "), got.code, got.stderr)
 		}
+	}
+}
+
+// mcpWarnYAML has a server that answers, one whose token variable is
+// unset and one on a port nothing listens on; %s are the URLs.
+const mcpWarnYAML = `identifier: mcp-warn
+provider:
+  type: scripted
+  script:
+    rounds:
+      - text: Done.
+mcp_servers:
+  - name: good
+    url: %s
+    headers:
+      Authorization: Bearer ${GOOD_TOKEN}
+  - name: billing
+    url: %s
+    headers:
+      Authorization: Bearer ${BILLING_TOKEN}
+  - name: down
+    url: %s
+    meta_tool: true
+`
+
+// TestConfigApplyWarnsAboutMCPServers: apply stores a configuration whose
+// MCP servers a run could not reach now, and warns on standard error, with
+// the line, about the unset variable and the server that does not answer;
+// the server that answers gets no warning, and the exit status is 0.
+func TestConfigApplyWarnsAboutMCPServers(t *testing.T) {
+	db, dsn := dbtest.New(t)
+	server := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "good", Version: "1"}, nil)
+	mcpsdk.AddTool(server, &mcpsdk.Tool{Name: "lookup", Description: "Looks up."},
+		func(context.Context, *mcpsdk.CallToolRequest, struct{}) (*mcpsdk.CallToolResult, any, error) {
+			return &mcpsdk.CallToolResult{}, nil, nil
+		})
+	good := httptest.NewServer(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return server }, nil))
+	t.Cleanup(good.Close)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + l.Addr().String() + "/mcp"
+	l.Close()
+	path := writeFile(t, "agent.yaml", fmt.Sprintf(mcpWarnYAML, good.URL, good.URL, down))
+	wantWarnings := path + ":15: warning: mcp server billing: environment variable BILLING_TOKEN is unset here; runs need it where turnstile serve and work run\n" +
+		path + ":17: warning: mcp server down: cannot connect to " + down + ": connection refused\n"
+
+	var out, errOut bytes.Buffer
+	getenv := func(k string) string {
+		return map[string]string{"TURNSTILE_DSN": dsn, "GOOD_TOKEN": "g00d-token"}[k]
+	}
+	start := time.Now()
+	err = run(context.Background(), []string{"config", "apply", path}, getenv, strings.NewReader(""), &out, &errOut)
+	if err != nil || out.String() != "configuration mcp-warn created\n" {
+		t.Fatalf("config apply = %q, %v (stderr %q); want created", out.String(), err, errOut.String())
+	}
+	if took := time.Since(start); took > mcpCheckTimeout {
+		t.Errorf("config apply took %s", took)
+	}
+	if got := errOut.String(); got != wantWarnings {
+		t.Errorf("stderr:\n%s\nwant:\n%s", got, wantWarnings)
+	}
+	if _, err := store.New(db).ConfigurationByIdentifier(context.Background(), "mcp-warn"); err != nil {
+		t.Errorf("the configuration was not stored: %v", err)
+	}
+
+	// Through the binary: the same warnings, and success.
+	got := runBinary(t, childEnv("TURNSTILE_DSN="+dsn, "GOOD_TOKEN=g00d-token"), "config", "apply", path)
+	if got.code != 0 || got.stdout != "configuration mcp-warn unchanged\n" || !strings.Contains(got.stderr, wantWarnings) {
+		t.Errorf("turnstile config apply = exit %d, stdout %q, stderr %q; want 0, unchanged and the warnings", got.code, got.stdout, got.stderr)
+	}
+}
+
+func TestMCPLines(t *testing.T) {
+	const y = `identifier: x
+mcp_servers:
+  - name: shop
+    url: https://${SHOP_HOST}/mcp
+    headers:
+      Authorization: Bearer ${SHOP_TOKEN}
+      X-Again: ${SHOP_TOKEN}
+  - url: ${CRM_URL}
+    name: crm
+`
+	got := mcpLines([]byte(y))
+	want := map[string]serverLines{
+		"shop": {entry: 3, url: 4, vars: map[string]int{"SHOP_HOST": 4, "SHOP_TOKEN": 6}},
+		"crm":  {entry: 8, url: 8, vars: map[string]int{"CRM_URL": 8}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("mcpLines = %+v, want %+v", got, want)
+	}
+	if got := (serverLines{}).position("f.yaml", 0); got != "f.yaml" {
+		t.Errorf("position without a line = %q, want the file alone", got)
 	}
 }

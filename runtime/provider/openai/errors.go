@@ -31,6 +31,23 @@ func (e *StatusError) Error() string {
 	return s
 }
 
+// ChunkError is a stream chunk that is not JSON: Index counts the chunks
+// of the stream from 1, Offset is the byte of the chunk's data at which
+// it stopped being JSON. The JSON parser's own error is its Unwrap.
+type ChunkError struct {
+	Index  int
+	Offset int64
+	err    error
+}
+
+// Error reads "openai: the model endpoint sent a chunk that is not JSON
+// (chunk 3, byte 17)".
+func (e *ChunkError) Error() string {
+	return fmt.Sprintf("openai: the model endpoint sent a chunk that is not JSON (chunk %d, byte %d)", e.Index, e.Offset)
+}
+
+func (e *ChunkError) Unwrap() error { return e.err }
+
 var (
 	// errRoundTimeout is the cause of a round's own deadline, which tells it
 	// apart from the caller's.
@@ -39,10 +56,11 @@ var (
 )
 
 // failure explains why a round failed: ctx is the caller's context, rctx
-// the round's.
-func (p *Provider) failure(ctx, rctx context.Context, err error) error {
+// the round's, and chunk the index of the chunk being read.
+func (p *Provider) failure(ctx, rctx context.Context, err error, chunk int) error {
 	var apiErr *sdk.Error
 	var streamErr *ssestream.StreamError
+	var syntaxErr *json.SyntaxError
 	switch {
 	case ctx.Err() != nil:
 		err = fmt.Errorf("openai: %w", ctx.Err())
@@ -54,6 +72,10 @@ func (p *Provider) failure(ctx, rctx context.Context, err error) error {
 		err = fmt.Errorf("openai: the stream reported an error: %s", streamMessage(streamErr))
 	case errors.Is(err, errCut), errors.Is(err, io.ErrUnexpectedEOF):
 		err = fmt.Errorf("openai: the stream broke off: %w", err)
+	case errors.As(err, &syntaxErr):
+		// The parser's "invalid character …" alone does not say that the
+		// endpoint, not Turnstile, broke the format, nor where.
+		err = &ChunkError{Index: chunk, Offset: syntaxErr.Offset, err: err}
 	default:
 		err = fmt.Errorf("openai: %w", err)
 	}

@@ -161,8 +161,10 @@ var _ runtime.ProviderFactory = Factory
 // may be nil) as it arrives. It fails, with an error that names the HTTP
 // status and the provider's message but never the key, when the endpoint
 // refuses the request after its retries, when the stream breaks off before
-// [DONE], when a tool call comes back without a name or with arguments that
-// are not JSON, and when the round outlasts its timeout or ctx ends.
+// [DONE], when it sends a chunk that is not JSON (a *ChunkError), when a
+// tool call comes back without a name or with arguments that are not JSON,
+// and when the round outlasts its timeout or ctx ends. Tool parameters are
+// sent without "$schema", which some compatible endpoints refuse.
 func (p *Provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta func(string)) (runtime.RoundResult, error) {
 	params, err := p.params(req)
 	if err != nil {
@@ -176,7 +178,9 @@ func (p *Provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta 
 	defer stream.Close()
 
 	var acc sdk.ChatCompletionAccumulator
+	chunks := 0 // read so far, which locates a malformed one
 	for stream.Next() {
+		chunks++
 		chunk := stream.Current()
 		if !acc.AddChunk(chunk) {
 			return runtime.RoundResult{}, p.clean(errors.New("openai: the stream sent a chunk that does not fit the ones before"))
@@ -197,10 +201,10 @@ func (p *Provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta 
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return runtime.RoundResult{}, p.failure(ctx, rctx, err)
+		return runtime.RoundResult{}, p.failure(ctx, rctx, err, chunks+1)
 	}
 	if !watch.sawDone() {
-		return runtime.RoundResult{}, p.failure(ctx, rctx, errCut)
+		return runtime.RoundResult{}, p.failure(ctx, rctx, errCut, chunks+1)
 	}
 	res, err := result(req.Round, &acc)
 	if err != nil {

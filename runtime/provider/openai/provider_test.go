@@ -241,6 +241,7 @@ func TestRoundBrokenStreams(t *testing.T) {
 		{"ends before [DONE]", replay("cut.sse"), "openai: the stream broke off: the stream ended before [DONE]"},
 		{"connection dropped", hangUp("cut.sse"), "openai: the stream broke off: unexpected EOF"},
 		{"error event", replay("stream_error.sse"), "openai: the stream reported an error: The server had an error processing your request. Sorry about that!"},
+		{"chunk that is not JSON", replay("malformed_chunk.sse"), "openai: the model endpoint sent a chunk that is not JSON (chunk 4, byte 81)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -259,6 +260,74 @@ func TestRoundBrokenStreams(t *testing.T) {
 				t.Errorf("requests = %d, want 1 (a stream that began is not repeated)", got)
 			}
 		})
+	}
+}
+
+// TestRoundChunkNotJSON: a malformed chunk is a *ChunkError that locates
+// it and keeps the parser's error, and the deltas before it were delivered.
+func TestRoundChunkNotJSON(t *testing.T) {
+	f := newFake(t, replay("malformed_chunk.sse"))
+	_, deltas, err := round(t, f.provider(t), request)
+	var ce *ChunkError
+	if !errors.As(err, &ce) || ce.Index != 4 || ce.Offset != 81 {
+		t.Fatalf("error = %#v, want a ChunkError at chunk 4, byte 81", err)
+	}
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		t.Errorf("error %v does not unwrap to the parser's *json.SyntaxError", err)
+	}
+	if strings.Contains(err.Error(), "invalid character") {
+		t.Errorf("error = %q, want it to say what went wrong instead of the parser's words", err)
+	}
+	if want := []string{"Order", " ORD"}; !reflect.DeepEqual(deltas, want) {
+		t.Errorf("deltas = %q, want %q", deltas, want)
+	}
+}
+
+// TestRoundToolParametersWithoutSchemaKeyword: "$schema" is left out of
+// every schema of a tool's parameters, nested ones included, and kept where
+// it is a property's name or part of a value.
+func TestRoundToolParametersWithoutSchemaKeyword(t *testing.T) {
+	f := newFake(t, replay("text.sse"))
+	const params = `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",
+		"properties":{
+			"order":{"$schema":"x","type":"object","properties":{"id":{"type":"string","$schema":"x"}},"additionalProperties":{"$schema":"x"}},
+			"lines":{"type":"array","items":{"$schema":"x","type":"integer"}},
+			"tuple":{"type":"array","prefixItems":[{"$schema":"x","type":"string"}]},
+			"either":{"anyOf":[{"$schema":"x","type":"string"},{"$ref":"#/$defs/money"}]},
+			"$schema":{"type":"string","description":"a property that happens to be named $schema"},
+			"meta":{"type":"object","default":{"$schema":"kept: a default is data"},"enum":[{"$schema":"kept"}]}
+		},
+		"$defs":{"money":{"$schema":"x","type":"integer","not":{"$schema":"x","minimum":0}}},
+		"required":["order","$schema"]}`
+	const want = `{"type":"object",
+		"properties":{
+			"order":{"type":"object","properties":{"id":{"type":"string"}},"additionalProperties":{}},
+			"lines":{"type":"array","items":{"type":"integer"}},
+			"tuple":{"type":"array","prefixItems":[{"type":"string"}]},
+			"either":{"anyOf":[{"type":"string"},{"$ref":"#/$defs/money"}]},
+			"$schema":{"type":"string","description":"a property that happens to be named $schema"},
+			"meta":{"type":"object","default":{"$schema":"kept: a default is data"},"enum":[{"$schema":"kept"}]}
+		},
+		"$defs":{"money":{"type":"integer","not":{"minimum":0}}},
+		"required":["order","$schema"]}`
+	req := request
+	req.Tools = []runtime.ToolSpec{{Name: "orders__update", Parameters: json.RawMessage(params)}}
+	if _, _, err := round(t, f.provider(t), req); err != nil {
+		t.Fatalf("Round: %v", err)
+	}
+	tools, _ := f.body(0)["tools"].([]any)
+	if len(tools) != 1 {
+		t.Fatalf("tools sent = %v, want one", f.body(0)["tools"])
+	}
+	fn, _ := tools[0].(map[string]any)["function"].(map[string]any)
+	var wantParams any
+	if err := json.Unmarshal([]byte(want), &wantParams); err != nil {
+		t.Fatal(err)
+	}
+	if got := fn["parameters"]; !reflect.DeepEqual(got, wantParams) {
+		g, _ := json.MarshalIndent(got, "", "  ")
+		t.Errorf("parameters sent:\n%s\nwant:\n%s", g, want)
 	}
 }
 

@@ -85,8 +85,51 @@ func toolParam(t runtime.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
 		if err := json.Unmarshal(t.Parameters, &def.Parameters); err != nil {
 			return sdk.ChatCompletionToolUnionParam{}, fmt.Errorf("parameters are not a JSON object: %w", err)
 		}
+		stripSchema(def.Parameters)
 	}
 	return sdk.ChatCompletionFunctionTool(def), nil
+}
+
+// Keywords whose value is a schema, a list of schemas, or an object of
+// schemas by name: where stripSchema looks for nested schemas. Anything
+// else (a property's name, a default value, an enum) is data and kept as
+// it is, even when it holds a "$schema" key.
+var (
+	subschema     = []string{"additionalItems", "additionalProperties", "contains", "else", "if", "items", "not", "propertyNames", "then", "unevaluatedItems", "unevaluatedProperties"}
+	subschemaList = []string{"allOf", "anyOf", "oneOf", "prefixItems", "items"}
+	subschemaMap  = []string{"$defs", "definitions", "dependencies", "dependentSchemas", "patternProperties", "properties"}
+)
+
+// stripSchema removes the "$schema" keyword from a JSON Schema and every
+// schema nested in it. MCP servers send it (the Go SDK's schemas carry
+// draft 2020-12's) and some OpenAI-compatible endpoints refuse a request
+// that has it; a model needs it for nothing.
+func stripSchema(schema map[string]any) {
+	delete(schema, "$schema")
+	for _, k := range subschema {
+		if m, ok := schema[k].(map[string]any); ok {
+			stripSchema(m)
+		}
+	}
+	for _, k := range subschemaList {
+		if list, ok := schema[k].([]any); ok {
+			for _, v := range list {
+				if m, ok := v.(map[string]any); ok {
+					stripSchema(m)
+				}
+			}
+		}
+	}
+	for _, k := range subschemaMap {
+		if byName, ok := schema[k].(map[string]any); ok {
+			for _, v := range byName {
+				// dependencies holds lists of names beside schemas.
+				if m, ok := v.(map[string]any); ok {
+					stripSchema(m)
+				}
+			}
+		}
+	}
 }
 
 // result reads the accumulated completion: the first choice's text (or

@@ -55,7 +55,28 @@ type metaTool struct {
 	spec   runtime.ToolSpec
 }
 
+var _ runtime.StandingNamer = (*metaTool)(nil)
+
 func (m *metaTool) Spec() runtime.ToolSpec { return m.spec }
+
+// StandingName is the name a standing approval of a call covers. For
+// execute it is the name the model would see for the tool the call names
+// (ToolName), so that approving one execute for the session releases that
+// tool alone, not every tool of the server; arguments that are not a JSON
+// object or name no tool give execute's own name, as discover and
+// describe_tool always do.
+func (m *metaTool) StandingName(arguments json.RawMessage) string {
+	if m.kind != Execute {
+		return m.spec.Name
+	}
+	var args struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(arguments, &args); err != nil || args.Name == "" {
+		return m.spec.Name
+	}
+	return ToolName(m.server, args.Name)
+}
 
 // Call discovers, describes or executes. Bad arguments, an unknown tool and
 // a server that cannot be reached are errors the model sees.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -126,8 +127,8 @@ func CheckTemplate(s string) error {
 }
 
 // interpolate replaces every ${NAME} of s with the variable's value. A
-// variable that is unset or empty is an error naming it. It returns the
-// values it used, so that errors can be kept from showing them.
+// variable that is unset or empty is an *unsetError naming it. It returns
+// the values it used, so that errors can be kept from showing them.
 func interpolate(s string, getenv func(string) string) (string, map[string]string, error) {
 	if err := CheckTemplate(s); err != nil {
 		return "", nil, err
@@ -137,16 +138,44 @@ func interpolate(s string, getenv func(string) string) (string, map[string]strin
 	out := envRef.ReplaceAllStringFunc(s, func(ref string) string {
 		name := ref[2 : len(ref)-1]
 		v := getenv(name)
-		if v == "" {
+		if v == "" && !slices.Contains(missing, name) {
 			missing = append(missing, name)
 		}
 		used[name] = v
 		return v
 	})
 	if len(missing) > 0 {
-		return "", nil, fmt.Errorf("environment variable %s is not set", strings.Join(missing, ", "))
+		return "", nil, &unsetError{names: missing}
 	}
 	return out, used, nil
+}
+
+// Variables returns the names of the environment variables that s refers
+// to as ${NAME}, each once, in order; a malformed reference is skipped
+// (CheckTemplate reports it).
+func Variables(s string) []string {
+	var names []string
+	for _, m := range envRef.FindAllStringSubmatch(s, -1) {
+		if envName.MatchString(m[1]) && !slices.Contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
+
+// unsetError names the environment variables a server entry needs that
+// are unset. Its message is read by people and by the model, so it says
+// which variables and never a value.
+type unsetError struct {
+	names []string
+}
+
+func (e *unsetError) Error() string {
+	if len(e.names) == 1 {
+		return "environment variable " + e.names[0] + " is unset"
+	}
+	return "environment variables " + strings.Join(e.names[:len(e.names)-1], ", ") +
+		" and " + e.names[len(e.names)-1] + " are unset"
 }
 
 // reservedHeaders are set by the MCP transport itself.

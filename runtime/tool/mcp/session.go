@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,8 +30,10 @@ type endpoint struct {
 	// name: errors a model or a log sees show ${NAME} instead.
 	secrets map[string]string
 
-	mu  sync.Mutex
-	cur *session // nil until opened, and after it failed
+	mu      sync.Mutex
+	cur     *session    // nil until opened, and after it failed
+	dialing *attempt    // the connection attempt under way, if any
+	failure *failedDial // the last attempt's failure, until it expires
 }
 
 // session is an open MCP session and the calls using it. A session that
@@ -40,40 +46,210 @@ type session struct {
 	retired bool // guarded by endpoint.mu
 }
 
-// acquire returns the open session, opening one if there is none, and
-// counts the caller as its user until release.
-func (e *endpoint) acquire(ctx context.Context) (*session, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.cur == nil {
-		cs, err := e.open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		e.cur = &session{cs: cs}
-	}
-	e.cur.users++
-	return e.cur, nil
+// attempt is one connection attempt, whose result every caller that asked
+// for a session while it ran shares.
+type attempt struct {
+	done chan struct{} // closed when err is set
+	err  error
 }
 
-func (e *endpoint) open(ctx context.Context) (*mcpsdk.ClientSession, error) {
+// failedDial is a failed connection attempt, remembered so that the runs
+// that start soon after are told at once instead of trying again.
+type failedDial struct {
+	until time.Time
+	err   error
+}
+
+func (f *failedDial) Error() string {
+	return "not tried again until " + f.until.UTC().Format("15:04:05 UTC") + ": " + f.err.Error()
+}
+
+func (f *failedDial) Unwrap() error { return f.err }
+
+// acquire returns the open session, connecting if there is none, and
+// counts the caller as its user until release. Callers that come while a
+// connection attempt runs wait for it rather than starting their own, each
+// no longer than its ctx allows; within Options.RetryAfter of a failed
+// attempt they get its error at once.
+func (e *endpoint) acquire(ctx context.Context) (*session, error) {
+	for {
+		e.mu.Lock()
+		if e.cur != nil {
+			s := e.cur
+			s.users++
+			e.mu.Unlock()
+			return s, nil
+		}
+		if f := e.failure; f != nil && time.Now().Before(f.until) {
+			e.mu.Unlock()
+			return nil, f
+		}
+		a := e.dialing
+		if a == nil {
+			a = &attempt{done: make(chan struct{})}
+			e.dialing = a
+			// The attempt runs on its own: a caller that gives up must not
+			// end it for the others waiting.
+			go e.dial(a)
+		}
+		e.mu.Unlock()
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to %s: %w", e.shownURL(), context.Cause(ctx))
+		}
+		if a.err != nil {
+			return nil, a.err
+		}
+		// The new session is e.cur unless a call retired it in the
+		// meantime; the loop then takes it or tries again.
+	}
+}
+
+// dial runs a connection attempt and publishes its result.
+func (e *endpoint) dial(a *attempt) {
+	cs, err := e.open()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.dialing = nil
+	switch {
+	case err == nil && e.src.isClosed():
+		// Close ran while the attempt did and found no session to close.
+		go cs.Close()
+		err = errSourceClosed
+	case err == nil:
+		e.cur = &session{cs: cs}
+		e.failure = nil
+	case errors.Is(err, errSourceClosed):
+	case e.src.opts.RetryAfter > 0:
+		e.failure = &failedDial{until: time.Now().Add(e.src.opts.RetryAfter), err: err}
+	}
+	a.err = err
+	close(a.done)
+}
+
+// open connects and initializes a session, within ConnectTimeout. Its
+// error says what went wrong in words a person can act on.
+func (e *endpoint) open() (*mcpsdk.ClientSession, error) {
 	if e.src.isClosed() {
 		return nil, errSourceClosed
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.src.opts.ConnectTimeout)
+	timeout := e.src.opts.ConnectTimeout
+	ctx, cancel := context.WithTimeout(e.src.base, timeout)
 	defer cancel()
-	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "turnstile", Version: "1"}, nil)
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "turnstile", Version: "1"}, &mcpsdk.ClientOptions{
+		// Advertise only what Turnstile serves: none of roots, sampling or
+		// elicitation. The SDK's default advertises roots, and a server
+		// that then asks for them waits in vain (the standalone stream,
+		// which would carry the request, is disabled below).
+		Capabilities: &mcpsdk.ClientCapabilities{},
+	})
 	t := &mcpsdk.StreamableClientTransport{
 		Endpoint:   e.url,
 		HTTPClient: &http.Client{Transport: &headerTransport{base: e.src.opts.base(), headers: e.headers}},
 		// Turnstile only asks; it never needs the server to speak first.
 		DisableStandaloneSSE: true,
 	}
-	cs, err := client.Connect(ctx, t, nil)
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+	d := &delivery{}
+	type connected struct {
+		cs  *mcpsdk.ClientSession
+		err error
 	}
-	return cs, nil
+	done := make(chan connected, 1)
+	go func() {
+		cs, err := client.Connect(context.WithValue(ctx, deliveryKey{}, d), t, nil)
+		done <- connected{cs, err}
+	}()
+	var res connected
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		// The SDK returns from a timed-out Connect only after closing the
+		// half-made session, which waits up to 5s for its cancellation
+		// notice to reach a server that may never answer: the attempt's
+		// waiters are told at the deadline, and that ends on its own.
+		go func() {
+			if late := <-done; late.cs != nil {
+				late.cs.Close()
+			}
+		}()
+		res.err = ctx.Err()
+	}
+	if res.err == nil {
+		return res.cs, nil
+	}
+	if e.src.isClosed() {
+		return nil, errSourceClosed
+	}
+	return nil, e.connectError(ctx, res.err, d, timeout)
+}
+
+// connectError explains why a connection failed, from the status of the
+// server's last answer or the network's error, keeping the SDK's wording
+// only when neither says more.
+func (e *endpoint) connectError(ctx context.Context, err error, d *delivery, timeout time.Duration) error {
+	d.mu.Lock()
+	status := d.status
+	d.mu.Unlock()
+	where := "cannot connect to " + e.shownURL()
+	var urlErr *url.Error
+	var msg string
+	switch {
+	case ctx.Err() != nil:
+		msg = fmt.Sprintf("%s: no answer within %s", where, timeout)
+	case errors.As(err, &urlErr):
+		// The last request failed in the network: an earlier answer's
+		// status is not the reason.
+		msg = where + ": " + netCause(err)
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		msg = fmt.Sprintf("the server refused the credentials (HTTP %d)", status)
+	case status >= 300:
+		msg = fmt.Sprintf("%s: the server answered HTTP %d %s", where, status, http.StatusText(status))
+	default:
+		msg = where + ": " + err.Error()
+	}
+	return &redacted{msg: e.redactString(msg), err: err}
+}
+
+// netCause is the network's reason in an error of Go's HTTP client,
+// without the request's URL that it puts in front: "connection refused",
+// "no such host", a TLS failure.
+func netCause(err error) string {
+	var dnsErr *net.DNSError
+	var sysErr *os.SyscallError
+	var urlErr *url.Error
+	switch {
+	case errors.As(err, &dnsErr):
+		return dnsErr.Err
+	case errors.As(err, &sysErr):
+		return sysErr.Err.Error()
+	case errors.As(err, &urlErr):
+		return urlErr.Err.Error()
+	}
+	return err.Error()
+}
+
+// shownURL is the endpoint's URL as messages show it: with the
+// environment's values replaced by their ${NAME} first, then without user
+// information, query or fragment, which often carry a key. It is cut as a
+// string: url.URL.String would escape the braces of ${NAME}.
+func (e *endpoint) shownURL() string {
+	s := e.redactString(e.url)
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		s = s[:i]
+	}
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	authority, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		authority = authority[at+1:]
+	}
+	return scheme + "://" + authority + path
 }
 
 // release ends a use of s. A failed session is retired: the next acquire
@@ -90,7 +266,10 @@ func (e *endpoint) release(s *session, failed bool) {
 	done := s.retired && s.users == 0
 	e.mu.Unlock()
 	if done {
-		s.cs.Close()
+		// Closing waits for the SDK's notices of cancelled calls, up to 5s
+		// for a server that does not answer; no caller needs to wait for
+		// that, and the error of closing a failed session says nothing.
+		go s.cs.Close()
 	}
 }
 
@@ -106,12 +285,11 @@ func (e *endpoint) close() error {
 	return s.cs.Close()
 }
 
-// list returns the server's tools, every page of them. Listing changes
+// list returns the server's tools, every page of them, within
+// ConnectTimeout (a connection attempt has its own). Listing changes
 // nothing, so any transport failure re-opens the session and lists again,
 // once.
 func (e *endpoint) list(ctx context.Context) ([]*mcpsdk.Tool, error) {
-	ctx, cancel := context.WithTimeout(ctx, e.src.opts.ConnectTimeout)
-	defer cancel()
 	for try := 0; ; try++ {
 		s, err := e.acquire(ctx)
 		if err != nil {
@@ -119,17 +297,23 @@ func (e *endpoint) list(ctx context.Context) ([]*mcpsdk.Tool, error) {
 		}
 		d := &delivery{}
 		var tools []*mcpsdk.Tool
-		for t, lerr := range s.cs.Tools(context.WithValue(ctx, deliveryKey{}, d), nil) {
+		lctx, cancel := context.WithTimeout(ctx, e.src.opts.ConnectTimeout)
+		for t, lerr := range s.cs.Tools(context.WithValue(lctx, deliveryKey{}, d), nil) {
 			if lerr != nil {
 				err = lerr
 				break
 			}
 			tools = append(tools, t)
 		}
+		timedOut := lctx.Err() != nil
+		cancel()
 		failed := err != nil && d.failed(err)
 		e.release(s, failed)
 		if err == nil {
 			return tools, nil
+		}
+		if timedOut && ctx.Err() == nil {
+			return nil, &redacted{msg: fmt.Sprintf("list tools: no answer within %s", e.src.opts.ConnectTimeout), err: err}
 		}
 		if !failed || ctx.Err() != nil || try > 0 {
 			return nil, e.redact(fmt.Errorf("list tools: %w", err))
@@ -197,20 +381,26 @@ func (d *delivery) failed(err error) bool {
 // redact keeps the environment's values out of an error's message.
 func (e *endpoint) redact(err error) error {
 	msg := err.Error()
-	changed := false
+	if clean := e.redactString(msg); clean != msg {
+		return &redacted{msg: clean, err: err}
+	}
+	return err
+}
+
+// redactString replaces the environment's values in s with their ${NAME}.
+func (e *endpoint) redactString(s string) string {
 	for name, v := range e.secrets {
 		// A value this short says nothing, and replacing it would garble
 		// the message.
-		if len(v) >= 4 && strings.Contains(msg, v) {
-			msg, changed = strings.ReplaceAll(msg, v, "${"+name+"}"), true
+		if len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "${"+name+"}")
 		}
 	}
-	if !changed {
-		return err
-	}
-	return &redacted{msg: msg, err: err}
+	return s
 }
 
+// redacted is an error told in other words than its own: without the
+// environment's values, or more plainly.
 type redacted struct {
 	msg string
 	err error

@@ -11,7 +11,13 @@
 // guard interrupted writes.
 //
 // Failures: a result the server marks as an error, and a server that cannot
-// be reached, become errors the model sees. A session that failed is
+// be reached, become errors the model sees. A server that cannot be
+// reached, refuses the credentials or lacks an environment variable when a
+// continuation starts makes Tools return a *runtime.UnavailableError for it.
+// A failed connection is remembered for Options.RetryAfter: until then
+// every run is told the remembered cause at once instead of waiting for a
+// connection of its own, and runs that ask at the same time share one
+// connection attempt. A session that failed is
 // re-opened, and the call repeated, once, and only when that cannot run a
 // write twice: the request certainly never reached the tool (nothing of it
 // was written, or the server answered 404, no longer knowing the session),
@@ -48,12 +54,17 @@ type Options struct {
 	// HTTPClient's transport carries the requests; http.DefaultTransport
 	// when nil.
 	HTTPClient *http.Client
-	// ConnectTimeout bounds opening a session and listing a server's tools
-	// (30s when zero); CallTimeout bounds one tool call, a repeat included
-	// (5m when zero).
+	// ConnectTimeout bounds opening a session, and then listing a server's
+	// tools (30s each when zero); CallTimeout bounds one tool call, a repeat
+	// included (5m when zero).
 	ConnectTimeout time.Duration
 	CallTimeout    time.Duration
-	Logger         *slog.Logger
+	// RetryAfter is how long a server that could not be connected to is
+	// not tried again (30s when zero; never remembered when negative): a
+	// hanging server would otherwise cost every continuation the whole
+	// ConnectTimeout before its first round.
+	RetryAfter time.Duration
+	Logger     *slog.Logger
 }
 
 func (o Options) base() http.RoundTripper {
@@ -68,6 +79,11 @@ func (o Options) base() http.RoundTripper {
 // use. Close it when done.
 type Source struct {
 	opts Options
+	// base is the context of connection attempts, which are shared by the
+	// runs that wait for them and so belong to none of them; Close cancels
+	// it.
+	base   context.Context
+	cancel context.CancelFunc
 
 	mu        sync.Mutex
 	endpoints map[string]*endpoint
@@ -89,24 +105,29 @@ func NewSource(opts Options) *Source {
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = 5 * time.Minute
 	}
+	if opts.RetryAfter == 0 {
+		opts.RetryAfter = 30 * time.Second
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Source{opts: opts, endpoints: map[string]*endpoint{}}
+	base, cancel := context.WithCancel(context.Background())
+	return &Source{opts: opts, base: base, cancel: cancel, endpoints: map[string]*endpoint{}}
 }
 
 // Tools returns the tools of cfg's MCP servers: each server's own, listed
 // now, or the meta-tool's three. A server that cannot be reached or listed
-// (or whose ${NAME} is unset) adds an error naming it, and the tools of the
-// others are still returned.
+// (or whose ${NAME} is unset) adds a *runtime.UnavailableError naming it
+// and the cause, and the tools of the others are still returned; the
+// errors are joined with errors.Join.
 func (s *Source) Tools(ctx context.Context, cfg *runtime.Configuration) ([]runtime.Tool, error) {
 	var tools []runtime.Tool
 	var errs []error
 	seen := map[string]bool{}
 	for _, srv := range cfg.MCPServers {
-		got, err := s.serverTools(ctx, srv)
+		got, err := s.serverTools(ctx, srv, false)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("mcp server %s: %w", srv.Name, err))
+			errs = append(errs, unavailable(srv.Name, err))
 			continue
 		}
 		for _, t := range got {
@@ -122,7 +143,27 @@ func (s *Source) Tools(ctx context.Context, cfg *runtime.Configuration) ([]runti
 	return tools, errors.Join(errs...)
 }
 
-func (s *Source) serverTools(ctx context.Context, srv runtime.MCPServer) ([]runtime.Tool, error) {
+// Check connects to one server entry and lists its tools, meta_tool or
+// not, and returns how many it has. It fails with a
+// *runtime.UnavailableError, as Tools would, when the server cannot be
+// reached or listed or a ${NAME} of the entry is unset.
+func (s *Source) Check(ctx context.Context, srv runtime.MCPServer) (int, error) {
+	tools, err := s.serverTools(ctx, srv, true)
+	if err != nil {
+		return 0, unavailable(srv.Name, err)
+	}
+	return len(tools), nil
+}
+
+// unavailable is the error of a server whose tools could not be brought.
+// err is already redacted.
+func unavailable(server string, err error) error {
+	return &runtime.UnavailableError{Source: "mcp server " + server, Prefix: server + Separator, Cause: err.Error()}
+}
+
+// serverTools returns a server's tools; a meta_tool server's three without
+// reaching the server, unless list is set.
+func (s *Source) serverTools(ctx context.Context, srv runtime.MCPServer, list bool) ([]runtime.Tool, error) {
 	if err := CheckServerName(srv.Name); err != nil {
 		return nil, err
 	}
@@ -131,7 +172,7 @@ func (s *Source) serverTools(ctx context.Context, srv runtime.MCPServer) ([]runt
 		return nil, err
 	}
 	approval := srv.RequiresApproval == nil || *srv.RequiresApproval
-	if srv.MetaTool {
+	if srv.MetaTool && !list {
 		return metaTools(ep, srv.Name, approval), nil
 	}
 	listed, err := ep.list(ctx)
@@ -145,9 +186,39 @@ func (s *Source) serverTools(ctx context.Context, srv runtime.MCPServer) ([]runt
 	return tools, nil
 }
 
+// MissingVariables returns the environment variables that the URL and
+// headers of a server entry refer to and that getenv gives no value, each
+// once: the server cannot be reached until they are set.
+func MissingVariables(srv runtime.MCPServer, getenv func(string) string) []string {
+	var missing []string
+	for _, tmpl := range append([]string{srv.URL}, slices.Collect(maps.Values(srv.Headers))...) {
+		for _, name := range Variables(tmpl) {
+			if getenv(name) == "" && !slices.Contains(missing, name) {
+				missing = append(missing, name)
+			}
+		}
+	}
+	sort.Strings(missing)
+	return missing
+}
+
 // endpoint returns the endpoint of a server entry, with its URL and headers
-// read from the environment now.
+// read from the environment now. Every unset variable of the entry is
+// named in one *unsetError.
 func (s *Source) endpoint(srv runtime.MCPServer) (*endpoint, error) {
+	// A malformed reference is reported as such before any variable is
+	// read.
+	if err := CheckTemplate(srv.URL); err != nil {
+		return nil, fmt.Errorf("url: %w", err)
+	}
+	for name, v := range srv.Headers {
+		if err := CheckTemplate(v); err != nil {
+			return nil, fmt.Errorf("header %s: %w", name, err)
+		}
+	}
+	if missing := MissingVariables(srv, s.opts.Getenv); len(missing) > 0 {
+		return nil, &unsetError{names: missing}
+	}
 	secrets := map[string]string{}
 	url, used, err := interpolate(srv.URL, s.opts.Getenv)
 	if err != nil {
@@ -201,10 +272,11 @@ func (s *Source) isClosed() bool {
 	return s.closed
 }
 
-// Close closes every open session; calls in flight fail. Afterwards Tools
-// and every tool's Call fail. The error joins the sessions' errors in
-// closing, which a server already gone causes.
+// Close closes every open session; calls and connection attempts in flight
+// fail. Afterwards Tools and every tool's Call fail. The error joins the
+// sessions' errors in closing, which a server already gone causes.
 func (s *Source) Close() error {
+	s.cancel()
 	s.mu.Lock()
 	s.closed = true
 	eps := slices.Collect(maps.Values(s.endpoints))
