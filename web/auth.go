@@ -8,7 +8,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
@@ -62,10 +61,23 @@ func (s *Server) signedIn(h httprouter.Handle) httprouter.Handle {
 	}
 }
 
-// form reads a posted form: at most maxFormBytes (413 beyond), then the
-// CSRF token, which must match the session's (403 page otherwise). Nothing
-// runs before both pass.
+// form reads a posted form (see parsed), then its CSRF token, which must
+// match the session's (403 page otherwise). Nothing runs before both pass.
 func (s *Server) form(h httprouter.Handle) httprouter.Handle {
+	return s.parsed(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		want := s.sessions.GetString(r.Context(), sessionCSRF)
+		got := r.PostForm.Get("csrf_token")
+		if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(got)) != 1 {
+			s.errorPage(w, r, http.StatusForbidden)
+			return
+		}
+		h(w, r, ps)
+	})
+}
+
+// parsed reads a posted form: at most maxFormBytes (413 beyond), every
+// name and value UTF-8 (400 otherwise).
+func (s *Server) parsed(h httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		if err := r.ParseForm(); err != nil {
@@ -81,12 +93,6 @@ func (s *Server) form(h httprouter.Handle) httprouter.Handle {
 		// MySQL column, ever sees bytes that are not text.
 		if !validForm(r.Form) {
 			s.errorMessage(w, r, http.StatusBadRequest, "The form holds text that is not valid UTF-8. Type it again and send it once more.")
-			return
-		}
-		want := s.sessions.GetString(r.Context(), sessionCSRF)
-		got := r.PostForm.Get("csrf_token")
-		if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(got)) != 1 {
-			s.errorPage(w, r, http.StatusForbidden)
 			return
 		}
 		h(w, r, ps)
@@ -122,11 +128,13 @@ func (s *Server) csrfToken(ctx context.Context) string {
 }
 
 // pageFor is the layout's view of a request: its user, CSRF token and the
-// flash message, which is shown once.
+// flash message, which is shown once. Only a signed-in user's page has a
+// CSRF token: someone signed out has no session, and is given none just
+// for seeing a page (the sign-in form has a token of its own).
 func (s *Server) pageFor(r *http.Request, title string) templates.Page {
-	p := templates.Page{Title: title, CSRF: s.csrfToken(r.Context()),
-		Flash: s.sessions.PopString(r.Context(), sessionFlash)}
+	p := templates.Page{Title: title, Flash: s.sessions.PopString(r.Context(), sessionFlash)}
 	if u := currentUser(r); u != nil {
+		p.CSRF = s.csrfToken(r.Context())
 		p.User = &templates.User{Name: u.Name, Admin: u.Role == runtime.RoleAdmin}
 	}
 	return p
@@ -135,52 +143,6 @@ func (s *Server) pageFor(r *http.Request, title string) templates.Page {
 // flash leaves a message for the next page the user sees.
 func (s *Server) flash(ctx context.Context, msg string) {
 	s.sessions.Put(ctx, sessionFlash, msg)
-}
-
-func (s *Server) loginForm(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	if s.sessions.GetInt64(r.Context(), sessionUser) != 0 {
-		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
-		return
-	}
-	s.render(w, r, http.StatusOK, templates.Login(templates.LoginPage{Page: s.pageFor(r, "Sign in")}))
-}
-
-// login signs a user in. A wrong name and a wrong password get the same
-// answer in the same time.
-func (s *Server) login(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	name := strings.TrimSpace(r.PostForm.Get("username"))
-	password := r.PostForm.Get("password")
-	u, err := s.users.UserByName(r.Context(), name)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		s.fail(w, r, err)
-		return
-	}
-	hash := ""
-	if u != nil {
-		hash = u.PasswordHash
-	}
-	if !checkPassword(hash, password) || u == nil {
-		s.render(w, r, http.StatusUnauthorized, templates.Login(templates.LoginPage{
-			Page: s.pageFor(r, "Sign in"), Username: name, Error: "The name or the password is wrong."}))
-		return
-	}
-	// A new session token at sign-in, so a token planted before cannot
-	// ride along, and a new CSRF token with it.
-	if err := s.sessions.RenewToken(r.Context()); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.sessions.Remove(r.Context(), sessionCSRF)
-	s.sessions.Put(r.Context(), sessionUser, u.ID)
-	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
-}
-
-func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	if err := s.sessions.Destroy(r.Context()); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
 // admin lets admins through; to everyone else the page does not exist.

@@ -281,16 +281,55 @@ func TestSignInAndOut(t *testing.T) {
 		res, _ = replay.do(req)
 		wantRedirect(t, res, "/login")
 	})
-	t.Run("the cookie before sign-in is not the cookie after", func(t *testing.T) {
+	t.Run("a session token planted before sign-in is not the one after", func(t *testing.T) {
+		planted := a.signIn(t, "other").sessionCookie(t)
 		c := a.visitor(t)
 		c.get("/login")
-		before := c.sessionCookie(t).Value
+		u, _ := url.Parse(c.base)
+		c.http.Jar.SetCookies(u, []*http.Cookie{{Name: planted.Name, Value: planted.Value, Path: "/"}})
 		res, _ := c.post("/login", url.Values{"username": {"owner"}, "password": {testPassword}})
 		wantRedirect(t, res, "/inbox")
-		if after := c.sessionCookie(t).Value; after == before {
+		if after := c.sessionCookie(t).Value; after == planted.Value {
 			t.Errorf("the session token stayed %q across sign-in", after)
 		}
+		if _, body := c.get("/inbox"); !strings.Contains(body, `data-testid="user-name">owner<`) {
+			t.Errorf("after sign-in the inbox is not owner's")
+		}
 	})
+}
+
+// TestSignedOutRequestsStoreNoSession: nobody gets a session row for
+// looking: the sign-in page, an error page, a redirect to sign in and a
+// failed sign-in store none; a successful one stores exactly one.
+func TestSignedOutRequestsStoreNoSession(t *testing.T) {
+	a := newApp(t, 0)
+	count := func() int {
+		t.Helper()
+		var n int
+		if err := a.db.Get(&n, `SELECT COUNT(*) FROM sessions`); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	c := a.visitor(t)
+	for _, path := range []string{"/login", "/nowhere", "/inbox", "/runs/1", "/static/nothing.css", "/login"} {
+		c.get(path)
+	}
+	res, _ := c.post("/login", url.Values{"username": {"owner"}, "password": {"wrong"}})
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("wrong password = %d, want 401", res.StatusCode)
+	}
+	c.post("/login", url.Values{"username": {"nobody"}, "password": {"wrong"}})
+	c.post("/logout", url.Values{})
+	c.post(inboxPath(1, "decision"), url.Values{"decision": {"approve"}})
+	if n := count(); n != 0 {
+		t.Fatalf("%d session rows after signed-out requests, want 0", n)
+	}
+	res, _ = c.post("/login", url.Values{"username": {"owner"}, "password": {testPassword}})
+	wantRedirect(t, res, "/inbox")
+	if n := count(); n != 1 {
+		t.Errorf("%d session rows after one sign-in, want 1", n)
+	}
 }
 
 // itoa is for building paths in table cases.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -46,6 +47,9 @@ type EventLog interface {
 type Users interface {
 	UserByName(ctx context.Context, name string) (*store.User, error)
 	User(ctx context.Context, id int64) (*store.User, error)
+	// SetPassword replaces a user's password hash: sign-in makes a hash
+	// with older parameters again.
+	SetPassword(ctx context.Context, id int64, hash string) error
 }
 
 // Tokens is what the JSON API's bearer authentication needs of the store.
@@ -88,6 +92,9 @@ type Deps struct {
 	// Metrics are served at GET /metrics and count what the server does;
 	// without them there is no /metrics route and nothing is counted.
 	Metrics *Metrics
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// (--trusted-proxies), for counting failed sign-ins per address.
+	TrustedProxies []netip.Prefix
 }
 
 // DefaultKeepalive is the default --keepalive.
@@ -107,13 +114,17 @@ type Server struct {
 	writeTimeout time.Duration
 	paths        *paths
 	metrics      *Metrics
+	guard        *loginGuard
+	// trustedProxies: see Deps.TrustedProxies.
+	trustedProxies []netip.Prefix
 }
 
 // New returns a server.
 func New(d Deps) *Server {
 	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, catalog: d.Catalog, events: d.Events, sessions: d.Sessions,
 		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout,
-		paths: newPaths(d.DecisionPath, d.MaxContinuations, d.Workers), metrics: d.Metrics}
+		paths: newPaths(d.DecisionPath, d.MaxContinuations, d.Workers), metrics: d.Metrics,
+		guard: newLoginGuard(), trustedProxies: d.TrustedProxies}
 	if s.keepalive <= 0 {
 		s.keepalive = DefaultKeepalive
 	}
@@ -141,18 +152,18 @@ func (s *Server) Handler() http.Handler {
 		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
 	})
 	r.GET("/login", s.loginForm)
-	r.POST("/login", s.form(s.login))
-	r.POST("/logout", s.form(s.logout))
+	r.POST("/login", s.parsed(s.login))
+	r.POST("/logout", s.signedIn(s.form(s.logout)))
 	r.GET("/inbox", s.signedIn(s.inbox))
-	r.POST("/inbox/runs/:id/decision", s.form(s.signedIn(s.decision)))
-	r.POST("/inbox/runs/:id/input", s.form(s.signedIn(s.input)))
+	r.POST("/inbox/runs/:id/decision", s.signedIn(s.form(s.decision)))
+	r.POST("/inbox/runs/:id/input", s.signedIn(s.form(s.input)))
 	r.GET("/runs/:id", s.signedIn(s.run))
-	r.POST("/runs/:id/cancel", s.form(s.signedIn(s.cancel)))
+	r.POST("/runs/:id/cancel", s.signedIn(s.form(s.cancel)))
 
 	r.GET("/playground", s.signedIn(s.admin(s.playground)))
-	r.POST("/playground/runs", s.form(s.signedIn(s.admin(s.playgroundStart))))
-	r.POST("/playground/runs/:id/resume", s.form(s.signedIn(s.admin(s.playgroundResume))))
-	r.POST("/playground/runs/:id/input", s.form(s.signedIn(s.admin(s.playgroundInput))))
+	r.POST("/playground/runs", s.signedIn(s.form(s.admin(s.playgroundStart))))
+	r.POST("/playground/runs/:id/resume", s.signedIn(s.form(s.admin(s.playgroundResume))))
+	r.POST("/playground/runs/:id/input", s.signedIn(s.form(s.admin(s.playgroundInput))))
 
 	r.GET("/api/openapi.json", s.openAPI)
 	r.GET("/api/approvals", s.api(ScopeRunRead, s.apiApprovals))

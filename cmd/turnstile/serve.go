@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,8 +36,13 @@ func serve(ctx context.Context, args []string, e env) error {
 	workers := fs.Int("workers", 2, "embedded worker loops (0 turns them off)")
 	decisionPath := fs.String("decision-path", web.PathAuto, "auto, request or durable: where a decision's continuation runs")
 	maxContinuations := fs.Int("max-continuations", 512, "most continuations running inside requests at once")
+	trusted := fs.String("trusted-proxies", "", "comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For names the client (for counting failed sign-ins per address)")
 	if err := fs.parse(args); err != nil {
 		return err
+	}
+	proxies, err := parsePrefixes(*trusted)
+	if err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	log, err := newLogger(e.stderr, *logLevel)
 	if err != nil {
@@ -79,7 +86,8 @@ func serve(ctx context.Context, args []string, e env) error {
 	sessions.Cookie.Secure = *secureCookies
 	handler := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Catalog: a.store,
 		Events: a.engine, Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout,
-		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store, Metrics: metrics}).Handler()
+		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store, Metrics: metrics,
+		TrustedProxies: proxies}).Handler()
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -135,4 +143,26 @@ func warnFileLimit(log *slog.Logger, maxContinuations int) {
 			"limit", lim.Cur, "max_continuations", maxContinuations, "need", need,
 			"hint", "raise the hard limit: ulimit -n 65536, or LimitNOFILE=65536 under systemd")
 	}
+}
+
+// parsePrefixes reads "10.0.0.0/8, 127.0.0.1" as ranges; a bare address
+// is a range of one.
+func parsePrefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for item := range strings.SplitSeq(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(item); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(item)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR range", item)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
 }
