@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -126,6 +127,9 @@ type tab struct {
 
 	mu        sync.Mutex
 	exchanges []*exchange
+	// refused are the browser's reports of what the pages' Content
+	// Security Policy blocked: every page must work under it.
+	refused []string
 }
 
 // openTab opens a tab on the app's server, with page scripts on or off.
@@ -134,6 +138,11 @@ func openTab(t *testing.T, a *testApp, js bool) *tab {
 	b := &tab{t: t, base: a.srv.URL}
 	ctx, cancel := chromedp.NewContext(browser(t), chromedp.WithNewBrowserContext(), chromedp.WithListener(b.record))
 	t.Cleanup(cancel)
+	t.Cleanup(func() {
+		for _, r := range b.violations() {
+			t.Errorf("the Content-Security-Policy blocked something a page needs: %s", r)
+		}
+	})
 	b.ctx = ctx
 	err := within(startTimeout, cancel, func() error {
 		return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
@@ -173,7 +182,18 @@ func (b *tab) record(ev any) {
 		if x := b.last(ev.RequestID); x != nil {
 			x.status = ev.Response.Status
 		}
+	case *cdplog.EventEntryAdded:
+		if strings.Contains(ev.Entry.Text, "Content Security Policy") {
+			b.refused = append(b.refused, ev.Entry.Text)
+		}
 	}
+}
+
+// violations returns what the Content-Security-Policy blocked so far.
+func (b *tab) violations() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.refused...)
 }
 
 func (b *tab) last(id network.RequestID) *exchange {

@@ -65,6 +65,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	// Pages show run content to who may see it: no copy of one may stay in
+	// a browser's or a proxy's cache for the next user of the machine.
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	if _, err := buf.WriteTo(w); err != nil {
 		s.log.Debug("write response", "err", err)
@@ -77,6 +80,7 @@ func errorBody(code, message string) map[string]any {
 
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store") // run content, as on the pages
 	w.WriteHeader(status)
 	if err := json.NewEncoder(w).Encode(v); err != nil {
 		s.log.Debug("write response", "err", err)
