@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -52,10 +53,11 @@ type Continuation struct {
 	seq         int
 	steps       int
 	obs         Observer
-	cancel      bool            // someone asked to cancel; stop at the next boundary
-	interrupted string          // call id whose write was interrupted (recovery)
-	unreadable  bool            // the stored state cannot be read: settle as failed
-	extra       map[string]Tool // the configuration's tools from its ToolSource
+	cancel      bool                // someone asked to cancel; stop at the next boundary
+	interrupted string              // call id whose write was interrupted (recovery)
+	unreadable  bool                // the stored state cannot be read: settle as failed
+	extra       map[string]Tool     // the configuration's tools from its ToolSource
+	unavailable []*UnavailableError // what of them the ToolSource could not bring
 	lost        atomic.Bool
 }
 
@@ -103,6 +105,17 @@ func (c *Continuation) execute(ctx context.Context) Outcome {
 	}
 	if c.decision != nil && c.state.Applied != c.decision.TurnDigest {
 		if err := c.apply(ctx); err != nil {
+			return c.stopped(err)
+		}
+	}
+	if len(c.unavailable) > 0 {
+		// On the run itself, not only in a log: its owner, the playground
+		// and the event stream see why tools are missing.
+		missing := make([]payload, len(c.unavailable))
+		for i, u := range c.unavailable {
+			missing[i] = payload{"source": u.Source, "tools": u.Prefix + "*", "cause": u.Cause}
+		}
+		if err := c.record(ctx, KindUnavailable, c.state.Iterations, 0, payload{"unavailable": missing}, nil); err != nil {
 			return c.stopped(err)
 		}
 	}
@@ -173,6 +186,7 @@ func (c *Continuation) load(ctx context.Context) error {
 		tools, err := c.e.source.Tools(ctx, c.cfg)
 		if err != nil {
 			c.e.log.Warn("configuration's tools unavailable", "run", c.run.ID, "configuration", c.cfg.Identifier, "err", err)
+			c.unavailable = unavailable(err)
 		}
 		c.extra = make(map[string]Tool, len(tools))
 		for _, t := range tools {
@@ -206,7 +220,7 @@ func (c *Continuation) apply(ctx context.Context) error {
 		for _, call := range pending.Calls {
 			c.state.Verdicts[call.ID] = Verdict{Approved: approved, By: d.DeciderName, Reason: d.Reason}
 			if approved && d.Scope == ScopeSession {
-				c.standing[call.Name] = true
+				c.standing[pending.StandingName(call)] = true
 			}
 			if !approved {
 				msg := "denied by " + d.DeciderName
@@ -277,14 +291,23 @@ func (c *Continuation) needsPerson(call ToolCall) bool {
 	if spec.Asks != nil {
 		return true
 	}
-	return c.cfg.NeedsApproval(spec) && !c.standing[call.Name]
+	return c.cfg.NeedsApproval(spec) && !c.standing[standingName(t, call)]
+}
+
+// standingName is what a standing approval must name to cover a call: the
+// tool it calls, for a tool that calls others, else its own name.
+func standingName(t Tool, call ToolCall) string {
+	if n, ok := t.(StandingNamer); ok {
+		return n.StandingName(call.Arguments)
+	}
+	return call.Name
 }
 
 // handle answers one call: executes it, or pauses the run for a person.
 func (c *Continuation) handle(ctx context.Context, call ToolCall) (Outcome, bool) {
 	t, ok := c.tool(call.Name)
 	if !ok {
-		return c.toolResult(ctx, call, "", fmt.Errorf("tool %q is not available to this agent", call.Name), 0)
+		return c.toolResult(ctx, call, "", c.missing(call.Name), 0)
 	}
 	spec := t.Spec()
 	if call.ID == c.interrupted {
@@ -320,6 +343,34 @@ func (c *Continuation) handle(ctx context.Context, call ToolCall) (Outcome, bool
 	start := time.Now()
 	result, err := t.Call(ctx, Invocation{RunID: c.run.ID, OwnerID: c.run.OwnerID, CallID: call.ID, Arguments: call.Arguments})
 	return c.toolResult(ctx, call, result, err, time.Since(start))
+}
+
+// missing is the result of a call of a tool the run does not have: why,
+// when its source said.
+func (c *Continuation) missing(name string) error {
+	for _, u := range c.unavailable {
+		if u.Prefix != "" && strings.HasPrefix(name, u.Prefix) {
+			return fmt.Errorf("tool %q is not available: %s: %s", name, u.Source, u.Cause)
+		}
+	}
+	return fmt.Errorf("tool %q is not available to this agent", name)
+}
+
+// unavailable collects the UnavailableErrors in a ToolSource's error.
+func unavailable(err error) []*UnavailableError {
+	switch e := err.(type) {
+	case *UnavailableError:
+		return []*UnavailableError{e}
+	case interface{ Unwrap() []error }:
+		var out []*UnavailableError
+		for _, inner := range e.Unwrap() {
+			out = append(out, unavailable(inner)...)
+		}
+		return out
+	case interface{ Unwrap() error }:
+		return unavailable(e.Unwrap())
+	}
+	return nil
 }
 
 // undecided lists the unanswered calls of the last message that wait for
@@ -409,6 +460,16 @@ func (c *Continuation) providerFor() (Provider, error) {
 
 // suspend pauses the run on a new turn with a new digest.
 func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, bool) {
+	for _, call := range turn.Calls {
+		if t, ok := c.tool(call.Name); ok {
+			if n := standingName(t, call); n != call.Name {
+				if turn.Standing == nil {
+					turn.Standing = map[string]string{}
+				}
+				turn.Standing[call.ID] = n
+			}
+		}
+	}
 	digest, err := Digest(turn)
 	if err != nil {
 		return c.stopped(err), true

@@ -71,7 +71,7 @@ func (e *Engine) Decide(ctx context.Context, req DecideRequest) (*Continuation, 
 	var standing []string
 	if p.approve && req.Scope == ScopeSession {
 		for _, c := range p.state.Pending.Calls {
-			standing = append(standing, c.Name)
+			standing = append(standing, p.state.Pending.StandingName(c))
 		}
 	}
 	return p.claim(ctx, DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}, standing)

@@ -17,6 +17,10 @@ const (
 	KindInput    EventKind = "input"
 	KindCancel   EventKind = "cancel"
 	KindSettle   EventKind = "settle"
+	// KindUnavailable records tools the configuration names that could
+	// not be brought (an MCP server down, refusing its token, or missing
+	// its ${ENV}), and why.
+	KindUnavailable EventKind = "unavailable"
 )
 
 // Event is one row of a run's event log. Payload has passed the

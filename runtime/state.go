@@ -47,6 +47,18 @@ type PendingTurn struct {
 	// interrupted earlier attempt.
 	Note    string `json:"note,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`
+	// Standing names, by call id, what an approval for the whole run
+	// covers when it is not the call's own tool: the tool a meta-tool's
+	// execute calls (see StandingNamer).
+	Standing map[string]string `json:"standing,omitempty"`
+}
+
+// StandingName is what a standing approval of a call of this turn covers.
+func (t *PendingTurn) StandingName(call ToolCall) string {
+	if n, ok := t.Standing[call.ID]; ok {
+		return n
+	}
+	return call.Name
 }
 
 // Pending turn kinds.
