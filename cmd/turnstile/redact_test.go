@@ -166,6 +166,7 @@ type logClient struct {
 	base   string
 	client *http.Client
 	cookie string // the turnstile_session value
+	login  string // the turnstile_login_csrf value: the sign-in form's token
 }
 
 func (b *logClient) do(method, path string, body io.Reader, header map[string]string) (*http.Response, string) {
@@ -177,8 +178,17 @@ func (b *logClient) do(method, path string, body io.Reader, header map[string]st
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	if b.cookie != "" && req.Header.Get("Cookie") == "" {
-		req.Header.Set("Cookie", "turnstile_session="+b.cookie)
+	if req.Header.Get("Cookie") == "" {
+		var jar []string
+		if b.cookie != "" {
+			jar = append(jar, "turnstile_session="+b.cookie)
+		}
+		if b.login != "" && path == "/login" {
+			jar = append(jar, "turnstile_login_csrf="+b.login)
+		}
+		if len(jar) > 0 {
+			req.Header.Set("Cookie", strings.Join(jar, "; "))
+		}
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
@@ -192,6 +202,9 @@ func (b *logClient) do(method, path string, body io.Reader, header map[string]st
 	for _, c := range resp.Cookies() {
 		if c.Name == "turnstile_session" && c.Value != "" {
 			b.cookie = c.Value
+		}
+		if c.Name == "turnstile_login_csrf" && c.Value != "" {
+			b.login = c.Value
 		}
 	}
 	return resp, string(data)
@@ -278,11 +291,13 @@ func TestLogsCarryNoSecrets(t *testing.T) {
 	if resp := b.form("/login", url.Values{"csrf_token": {csrf}, "username": {"operator"}, "password": {wrong}}); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("login with a wrong password = %d, want 401", resp.StatusCode)
 	}
-	preLogin := b.cookie
+	if b.cookie != "" {
+		t.Errorf("a failed sign-in started a session (%q)", b.cookie)
+	}
 	if resp := b.form("/login", url.Values{"csrf_token": {csrf}, "username": {"operator"}, "password": {passwords["operator"]}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("login = %d, want 303", resp.StatusCode)
 	}
-	secrets = append(secrets, bogusCookie, wrong, csrf, preLogin, b.cookie)
+	secrets = append(secrets, bogusCookie, wrong, csrf, b.login, b.cookie)
 
 	// An inbox decision on the demo's refund-agent run.
 	var demoRun int64
