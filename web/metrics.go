@@ -43,7 +43,7 @@ const (
 var lineTypes = []string{lineProgress, lineSettled, lineStep, lineTerminal, lineAttached, lineEvent, lineEnd, lineError, lineKeepalive}
 
 var stepKinds = []runtime.EventKind{runtime.KindLLM, runtime.KindTool, runtime.KindSuspend, runtime.KindApproval,
-	runtime.KindInput, runtime.KindCancel, runtime.KindSettle}
+	runtime.KindInput, runtime.KindCancel, runtime.KindSettle, runtime.KindUnavailable}
 
 // scrapeTimeout bounds the database queries of one scrape.
 const scrapeTimeout = 2 * time.Second
