@@ -144,6 +144,11 @@ func TestParseOptionsRefusals(t *testing.T) {
 		{"more steady clients than decisions", dsn, []string{"--steady-n", "200", "--steady-decisions", "150"},
 			"--steady-n (200) must not exceed --steady-decisions (150)"},
 		{"no durable clients", dsn, []string{"--durable-concurrency", "0"}, "--durable-concurrency"},
+		{"no sign-ins", dsn, []string{"--signin-n", "0"}, "--signin-n must be at least 1, not 0"},
+		{"no sign-in rounds", dsn, []string{"--signin-rounds", "0"}, "--signin-rounds must be at least 1, not 0"},
+		{"more sign-ins than addresses", dsn, []string{"--signin-n", "1000", "--signin-rounds", "65"},
+			"--signin-n × --signin-rounds (65000) must not exceed 64000"},
+		{"signin with a phase that decides, neither dsn nor token", nil, []string{"--phases", "signin,durable"}, "give --dsn"},
 		{"hold beyond slow_task", dsn, []string{"--hold", "121s"}, "--hold must be between 1s and 2m0s"},
 		{"hold of a fraction", dsn, []string{"--hold", "10.5s"}, "whole seconds"},
 		{"hold too short for keepalives", dsn, []string{"--hold", "3s", "--keepalive", "2s"}, "twice --keepalive"},
@@ -172,7 +177,8 @@ func TestParseOptionsHelp(t *testing.T) {
 		t.Fatalf("err = %v, want flag.ErrHelp", err)
 	}
 	for _, want := range []string{"Usage: loadtest", "keepalive lateness", "--decision-path durable", "-streams",
-		"Then the steady part", "--steady-decisions were posted", "-steady-n int"} {
+		"Then the steady part", "--steady-decisions were posted", "-steady-n int",
+		"--trusted-proxies 127.0.0.1", "--phases signin", "-signin-n int", "-signin-rounds int"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q", want)
 		}

@@ -17,9 +17,15 @@ const (
 	phaseStreams   = "streams"
 	phaseFirstLine = "first-line"
 	phaseDurable   = "durable"
+	phaseSignin    = "signin"
 )
 
-var allPhases = []string{phaseStreams, phaseFirstLine, phaseDurable}
+var allPhases = []string{phaseStreams, phaseFirstLine, phaseDurable, phaseSignin}
+
+// defaultPhases run without --phases: signin only when named, for it
+// measures something else (the cost of an attack, not of decisions) and
+// wants the server started with --trusted-proxies.
+var defaultPhases = []string{phaseStreams, phaseFirstLine, phaseDurable}
 
 // maxHold is the longest hold: slow_task works for at most 120 s.
 const maxHold = 120 * time.Second
@@ -48,6 +54,9 @@ type options struct {
 
 	durableN           int
 	durableConcurrency int
+
+	signinN      int
+	signinRounds int
 
 	firstLineHold    time.Duration
 	setupConcurrency int
@@ -82,6 +91,21 @@ Markdown table of what it measured against the targets of SPEC §9:
               clients can: durable decisions recorded per second. The server
               must take the durable path (serve --decision-path durable
               --workers 0), which answers 202.
+  signin      what a flood of wrong passwords costs the server: --signin-n
+              POST /login with unknown names, each from a fresh client
+              that fetched the form (and its CSRF cookie) first, released
+              in the same instant; --signin-rounds times, each round when
+              the last one's answers arrived. Measures the server's RSS
+              before and at the peak (sampled every 10 ms at least),
+              answers by status (401; 503 or 429 with Retry-After; anything
+              else fails) and answer times. Every attempt has a name and an
+              X-Forwarded-For address (10.77.x.y) of its own, so that the
+              per-name and per-address throttles stay out of the way; the
+              address counts only when the server runs with
+              --trusted-proxies 127.0.0.1; otherwise all the attempts share
+              one address, which is throttled (429) once 20 of them failed.
+              Not run by default: name it, --phases signin. Needs neither
+              --dsn nor --token.
 
 With --dsn (the server's database) it creates its user, a token, the load
 configurations and the waiting runs itself, in bulk; TURNSTILE_STATE_KEYS
@@ -105,6 +129,11 @@ Example, against "turnstile serve --keepalive 2s --max-continuations 20000
   go run ./cmd/loadtest --dsn 'root@tcp(127.0.0.1:3306)/turnstile_load' \
       --keepalive 2s --phases streams,first-line
 
+and against "turnstile serve --addr 127.0.0.1:18181 --trusted-proxies
+127.0.0.1":
+
+  go run ./cmd/loadtest --url http://127.0.0.1:18181 --phases signin
+
 Flags:
 `
 
@@ -123,13 +152,13 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&o.token, "token", "", "bearer token (tst_…) with run:start and run:decide; created when --dsn is given and this is empty")
 	fs.StringVar(&o.dsn, "dsn", getenv("TURNSTILE_DSN"), "the server's MySQL DSN, to create the user, token, configurations and waiting runs directly [TURNSTILE_DSN]")
 	fs.StringVar(&o.user, "user", "loadtest", "with --dsn: the user that owns the runs and decides them (created when absent, with the approve grant and no password)")
-	phases := fs.String("phases", strings.Join(allPhases, ","), "comma-separated phases to run: streams, first-line, durable")
+	phases := fs.String("phases", strings.Join(defaultPhases, ","), "comma-separated phases to run: streams, first-line, durable, signin (signin only when named)")
 	fs.IntVar(&o.streams, "streams", 10000, "streams phase: concurrent streamed continuations")
 	fs.DurationVar(&o.hold, "hold", 90*time.Second, "streams phase: how long each continuation works silently after the approval (at most 120s)")
 	fs.IntVar(&o.openConcurrency, "open-concurrency", 256, "streams phase: decisions posted at once while the streams open (a stream frees its slot at its first line)")
 	fs.DurationVar(&o.keepalive, "keepalive", 2*time.Second, "the server's --keepalive: keepalive lateness is measured against it")
 	fs.IntVar(&o.pid, "pid", 0, "pid of the server, for its RSS; found by the listening port of --url when 0")
-	fs.DurationVar(&o.sampleEvery, "sample-every", 250*time.Millisecond, "how often the server's RSS is sampled")
+	fs.DurationVar(&o.sampleEvery, "sample-every", 250*time.Millisecond, "how often the server's RSS is sampled (the signin phase's at least every 10ms)")
 	fs.IntVar(&o.firstLineN, "first-line-n", 100, "first-line phase: decisions posted at the same moment")
 	fs.IntVar(&o.firstLineRounds, "first-line-rounds", 5, "first-line phase: how many times")
 	fs.IntVar(&o.firstLineSerial, "first-line-serial", 20, "first-line phase: decisions posted one at a time first, for the floor without contention (0: none)")
@@ -137,6 +166,8 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.IntVar(&o.steadyDecisions, "steady-decisions", 1000, "first-line phase, steady part: decisions posted in all (at least --steady-n)")
 	fs.IntVar(&o.durableN, "durable-n", 5000, "durable phase: decisions")
 	fs.IntVar(&o.durableConcurrency, "durable-concurrency", 64, "durable phase: concurrent clients")
+	fs.IntVar(&o.signinN, "signin-n", 60, "signin phase: wrong-password sign-ins posted at the same moment, each from its own client, name and X-Forwarded-For address")
+	fs.IntVar(&o.signinRounds, "signin-rounds", 3, "signin phase: how many times, each after the last one's answers arrived")
 	fs.IntVar(&o.setupConcurrency, "setup-concurrency", 32, "runs started at once while preparing a phase")
 	fs.DurationVar(&o.firstLineHold, "first-line-hold", 2*time.Second, "first-line phase: how long each continuation works silently after its first line, so that a burst's continuations do not finish while the rest of it waits; in the steady part, each client posts about one decision per hold")
 	fs.StringVar(&o.printConfig, "print-config", "", "print the hold, first-line or quick configuration as YAML for \"turnstile config apply\" (needed without --dsn), and exit")
@@ -207,7 +238,7 @@ func (o *options) validate() error {
 		return fmt.Errorf("--print-config must be %s, not %q", strings.Join(configNames, ", "), o.printConfig)
 	case o.printConfig != "":
 		// Only --hold matters for printing.
-	case o.dsn == "" && o.token == "":
+	case o.dsn == "" && o.token == "" && o.needsRuns():
 		return errors.New("give --dsn (the server's database; the command creates its own token and runs) or --token")
 	case o.token != "" && !strings.HasPrefix(o.token, "tst_"):
 		return errors.New("--token must be a tst_… token from turnstile token create")
@@ -218,7 +249,8 @@ func (o *options) validate() error {
 	}{{"--streams", o.streams}, {"--open-concurrency", o.openConcurrency}, {"--first-line-n", o.firstLineN},
 		{"--first-line-rounds", o.firstLineRounds}, {"--steady-n", o.steadyN}, {"--steady-decisions", o.steadyDecisions},
 		{"--durable-n", o.durableN},
-		{"--durable-concurrency", o.durableConcurrency}, {"--setup-concurrency", o.setupConcurrency}} {
+		{"--durable-concurrency", o.durableConcurrency}, {"--signin-n", o.signinN}, {"--signin-rounds", o.signinRounds},
+		{"--setup-concurrency", o.setupConcurrency}} {
 		if c.v < 1 {
 			return fmt.Errorf("%s must be at least 1, not %d", c.name, c.v)
 		}
@@ -229,6 +261,9 @@ func (o *options) validate() error {
 	case o.steadyN > o.steadyDecisions:
 		return fmt.Errorf("--steady-n (%d) must not exceed --steady-decisions (%d), or some clients would post nothing and fewer would be in flight",
 			o.steadyN, o.steadyDecisions)
+	case o.signinN*o.signinRounds > maxFloodAddrs:
+		return fmt.Errorf("--signin-n × --signin-rounds (%d) must not exceed %d, the distinct 10.77.x.y addresses the attempts come from",
+			o.signinN*o.signinRounds, maxFloodAddrs)
 	case o.pid < 0:
 		return fmt.Errorf("--pid must be a process id, not %d", o.pid)
 	case o.keepalive <= 0:
@@ -245,6 +280,12 @@ func (o *options) validate() error {
 		return fmt.Errorf("--hold (%s) must be at least twice --keepalive (%s), or a held stream sees no keepalive to time", o.hold, o.keepalive)
 	}
 	return nil
+}
+
+// needsRuns reports whether a phase decides runs, which takes --dsn or
+// --token; signin only signs in, and fails.
+func (o *options) needsRuns() bool {
+	return slices.ContainsFunc(o.phases, func(p string) bool { return p != phaseSignin })
 }
 
 // serverPort is the TCP port of the base URL.

@@ -21,6 +21,11 @@ const (
 	bareGoStreamPerBytes = 27 << 10 // NOTES.md: a bare Go NDJSON server, 267 MiB for 10,000 streams
 )
 
+// targetSigninRSSGrowth bounds what a flood of wrong passwords may add to
+// the server's RSS: four argon2id checks of 19 MiB at once, with room for
+// the garbage collector's lag.
+const targetSigninRSSGrowth = 256 << 20
+
 // report is everything one invocation prints.
 type report struct {
 	date      time.Time
@@ -40,6 +45,7 @@ type report struct {
 	streams   *streamsResult
 	firstLine *firstLineResult
 	durable   *durableResult
+	signin    *signinResult
 }
 
 func (r *report) note(s string) { r.notes = append(r.notes, s) }
@@ -112,6 +118,9 @@ func (r *report) rows() []row {
 			ok := d.failures == 0 && d.rate() >= targetDurablePerSec && (d.verified < 0 || d.verified == d.recorded)
 			rows = append(rows, row{label, measured, "≥ 1,000/s", verdict(ok)})
 		}
+	}
+	if s := r.signin; s != nil {
+		rows = append(rows, s.rows()...)
 	}
 	return rows
 }
@@ -212,6 +221,11 @@ func (r *report) write(w io.Writer) {
 		fmt.Fprintf(w, "- durable: %s runs prepared in %s; %s decisions in %s; answer max %s%s\n",
 			fmtInt(d.n+1), fmtDur(d.setupTime), fmtInt(d.recorded), fmtDur(d.elapsed), fmtDur(d.latency.max),
 			cpuNote(d.cpu, d.recorded, "decision")+failureNote(d.failures, d.firstErr))
+	}
+	if s := r.signin; s != nil {
+		fmt.Fprintf(w, "- signin: %s of %d wrong-password sign-ins at once, %s posted in %s; answer max %s%s\n",
+			s.roundsText(), s.n, fmtInt(s.posted), fmtDur(s.phaseTime), fmtDur(s.latency.max),
+			cpuNote(s.cpu, s.posted, "attempt")+failureNote(s.failures, s.firstErr))
 	}
 	for _, n := range r.notes {
 		fmt.Fprintf(w, "- note: %s\n", n)

@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	rep := &report{date: time.Now(), command: commandLine(args), keepalive: o.keepalive, url: o.url.String(),
 		cpus: runtime.NumCPU(), memory: memTotal(), phases: o.phases}
 
-	need := uint64(o.streams + o.firstLineN + o.steadyN + o.durableConcurrency + 1024)
+	need := uint64(o.streams + o.firstLineN + o.steadyN + o.durableConcurrency + o.signinN + 1024)
 	if got, err := raiseFileLimit(need); err != nil || got < need {
 		rep.note(fmt.Sprintf("this command's open-file limit is %d, below the %d it needs (%v)", got, need, err))
 	}
@@ -90,6 +90,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			rep.firstLine = l.firstLinePhase(ctx)
 		case phaseDurable:
 			rep.durable = l.durablePhase(ctx)
+		case phaseSignin:
+			rep.signin = l.signinPhase(ctx)
+			if n := rep.signin.answers[http.StatusTooManyRequests]; n > 0 {
+				rep.note(fmt.Sprintf("%d sign-ins were throttled (429) although each had a name and an X-Forwarded-For address of its own:"+
+					" start the server with --trusted-proxies 127.0.0.1, without which they all come from this command's address", n))
+			}
 		}
 		rep.loads = append(rep.loads, loadAverage())
 	}
@@ -191,10 +197,10 @@ func (l *loadtest) rss() (int64, error) {
 	return n, nil
 }
 
-// sampleRSS samples the server's RSS every --sample-every until the
-// returned function is called, which returns the highest sample, and the
-// highest taken while allOpen held (-1 for none).
-func (l *loadtest) sampleRSS(allOpen func() bool) (stop func() (peak, peakAllOpen int64)) {
+// sampleRSS samples the server's RSS at every interval until the returned
+// function is called, which returns the highest sample, and the highest
+// taken while allOpen held (-1 for none).
+func (l *loadtest) sampleRSS(every time.Duration, allOpen func() bool) (stop func() (peak, peakAllOpen int64)) {
 	peak, peakAll := int64(-1), int64(-1)
 	if l.pid == 0 {
 		return func() (int64, int64) { return -1, -1 }
@@ -202,7 +208,7 @@ func (l *loadtest) sampleRSS(allOpen func() bool) (stop func() (peak, peakAllOpe
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(l.o.sampleEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			if n, err := l.rss(); err == nil {

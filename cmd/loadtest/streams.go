@@ -74,7 +74,7 @@ func (l *loadtest) streamsPhase(ctx context.Context) *streamsResult {
 		opened     atomic.Int64
 		completed  atomic.Int64
 	)
-	sampler := l.sampleRSS(func() bool { return open.Load() == int64(o.streams) })
+	sampler := l.sampleRSS(o.sampleEvery, func() bool { return open.Load() == int64(o.streams) })
 	stopProgress := progress(l.stderr, 5*time.Second, func() string {
 		rss, _ := l.rss()
 		return fmt.Sprintf("streams: %d open (peak %d), %d done, %d failed, server RSS %s",
