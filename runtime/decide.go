@@ -149,7 +149,7 @@ func (p *pipeline) check(ctx context.Context) error {
 	// answer a missing run gets, whatever its state, before anything is
 	// compared with what they sent. Otherwise the status, and the lost
 	// claim's digest lookup, would tell a stranger what became of it.
-	if !MayDecide(p.actor, run) {
+	if !p.actor.MayDecide(run.OwnerID) {
 		return refuse(CodeNotFound, "no run %d", p.runID)
 	}
 	if run.Status != p.waitFor {
@@ -174,19 +174,6 @@ func (p *pipeline) check(ctx context.Context) error {
 	}
 	p.state = state
 	return nil
-}
-
-// MayDecide reports whether an actor may decide a run's turns at all:
-// admins, holders of the approve grant, and the run's owner. Anyone else
-// learns nothing about the run from any route.
-func MayDecide(a Actor, run *Run) bool {
-	return a.Role == RoleAdmin || a.Has(GrantApprove) || a.ID == run.OwnerID
-}
-
-// MayRead reports whether an actor may read a run's content: its owner and
-// admins.
-func MayRead(a Actor, run *Run) bool {
-	return a.Role == RoleAdmin || a.ID == run.OwnerID
 }
 
 // checkGrants: approving a write turn takes every grant its tools name.

@@ -204,7 +204,7 @@ func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelRe
 		if err != nil {
 			return CancelResult{}, err
 		}
-		if !MayRead(actor, run) {
+		if !actor.MayRead(run.OwnerID) {
 			// Only they may cancel: to anyone else the run does not
 			// exist, whatever its state.
 			return CancelResult{}, refuse(CodeNotFound, "no run %d", runID)

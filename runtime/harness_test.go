@@ -148,7 +148,7 @@ func newFixture(t testing.TB, lease time.Duration, yamls ...string) *fixture {
 		}
 	}
 	user := func(name string, role runtime.Role, grants ...string) runtime.Actor {
-		u := &store.User{Name: name, Role: role, Grants: grants}
+		u := &runtime.User{Name: name, Role: role, Grants: grants}
 		if err := st.CreateUser(ctx, u); err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func (f *fixture) order(t testing.TB) string {
 	t.Helper()
 	f.orders++
 	id := fmt.Sprintf("T-%d", f.orders)
-	if err := f.st.CreateDemoOrder(context.Background(), builtin.Order{ID: id, Customer: "Test", AmountCents: 5000, Currency: "EUR"}); err != nil {
+	if err := f.st.CreateDemoOrder(context.Background(), runtime.Order{ID: id, Customer: "Test", AmountCents: 5000, Currency: "EUR"}); err != nil {
 		t.Fatal(err)
 	}
 	return id

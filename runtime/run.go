@@ -102,6 +102,20 @@ type Actor struct {
 	Grants []string
 }
 
+// MayRead reports whether the actor may read the content of a run its
+// owner owns: the owner and admins.
+func (a Actor) MayRead(owner int64) bool {
+	return a.Role == RoleAdmin || a.ID == owner
+}
+
+// MayDecide reports whether the actor may decide the turns of a run its
+// owner owns at all: the owner, admins, and holders of the approve grant
+// (which admins hold). Anyone else learns nothing about the run from any
+// route.
+func (a Actor) MayDecide(owner int64) bool {
+	return a.ID == owner || a.Has(GrantApprove)
+}
+
 // Has reports whether the actor holds grant; admins hold every grant.
 func (a Actor) Has(grant string) bool {
 	if a.Role == RoleAdmin {

@@ -22,7 +22,7 @@ const maxInbox = 200
 // read is left out (and logged): nobody could decide it.
 func (e *Engine) Pending(ctx context.Context, actor Actor, withProcess bool) ([]PendingRun, error) {
 	owner := actor.ID
-	if actor.Role == RoleAdmin || actor.Has(GrantApprove) {
+	if actor.MayDecide(0) { // anyone's, not only their own
 		owner = 0
 	}
 	runs, err := e.store.WaitingRuns(ctx, owner, withProcess, maxInbox)
@@ -88,7 +88,7 @@ type RunDetail struct {
 // only: anyone else gets not_found, so a run's existence is not revealed.
 func (e *Engine) Visible(ctx context.Context, runID int64, actor Actor) (*Run, *Configuration, error) {
 	run, err := e.store.Run(ctx, runID)
-	if errors.Is(err, ErrNotFound) || (err == nil && !MayRead(actor, run)) {
+	if errors.Is(err, ErrNotFound) || (err == nil && !actor.MayRead(run.OwnerID)) {
 		return nil, nil, refuse(CodeNotFound, "no run %d", runID)
 	}
 	if err != nil {

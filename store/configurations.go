@@ -25,7 +25,7 @@ func (r configurationRow) configuration() (*runtime.Configuration, error) {
 	return &c, nil
 }
 
-// Configuration returns a configuration by id, or ErrNotFound.
+// Configuration returns a configuration by id, or runtime.ErrNotFound.
 func (s *Store) Configuration(ctx context.Context, id int64) (*runtime.Configuration, error) {
 	var row configurationRow
 	err := s.db.GetContext(ctx, &row, `SELECT id, active, definition FROM configurations WHERE id = ?`, id)
@@ -35,7 +35,7 @@ func (s *Store) Configuration(ctx context.Context, id int64) (*runtime.Configura
 	return row.configuration()
 }
 
-// ConfigurationByIdentifier returns a configuration, or ErrNotFound.
+// ConfigurationByIdentifier returns a configuration, or runtime.ErrNotFound.
 func (s *Store) ConfigurationByIdentifier(ctx context.Context, identifier string) (*runtime.Configuration, error) {
 	var row configurationRow
 	err := s.db.GetContext(ctx, &row, `
@@ -97,7 +97,7 @@ func (s *Store) SaveConfiguration(ctx context.Context, c *runtime.Configuration)
 // SetConfigurationActive switches a configuration on or off.
 func (s *Store) SetConfigurationActive(ctx context.Context, id int64, active bool) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE configurations SET active = ?, updated_at = NOW(6) WHERE id = ?`, active, id)
-	if err := oneRow(res, err, ErrNotFound); err != nil {
+	if err := oneRow(res, err, runtime.ErrNotFound); err != nil {
 		return fmt.Errorf("store: set configuration %d active: %w", id, err)
 	}
 	return nil

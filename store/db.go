@@ -18,10 +18,6 @@ import (
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
-// ErrNotFound is returned when a row does not exist; it is the engine's own
-// not-found error so that every layer can test for one value.
-var ErrNotFound = runtime.ErrNotFound
-
 // Store is the MySQL implementation of the engine's store and of what the
 // web layer reads.
 type Store struct {
@@ -104,10 +100,10 @@ func (s *Store) Ready(ctx context.Context) error {
 	return nil
 }
 
-// notFound turns sql.ErrNoRows into ErrNotFound, wrapped with the operation.
+// notFound turns sql.ErrNoRows into runtime.ErrNotFound, wrapped with the operation.
 func notFound(op string, err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("store: %s: %w", op, ErrNotFound)
+		return fmt.Errorf("store: %s: %w", op, runtime.ErrNotFound)
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
 }

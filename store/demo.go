@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
+	"github.com/turnstile-dev/turnstile/runtime"
 )
-
-var _ builtin.Orders = (*Store)(nil)
 
 // orderRow is one row of demo_orders.
 type orderRow struct {
@@ -17,46 +15,24 @@ type orderRow struct {
 	Currency    string `db:"currency"`
 }
 
-func (r orderRow) order() builtin.Order {
-	return builtin.Order{ID: r.ID, Customer: r.Customer, AmountCents: r.AmountCents, Currency: r.Currency}
+func (r orderRow) order() runtime.Order {
+	return runtime.Order{ID: r.ID, Customer: r.Customer, AmountCents: r.AmountCents, Currency: r.Currency}
 }
 
-func rowOfOrder(o builtin.Order) orderRow {
+func rowOfOrder(o runtime.Order) orderRow {
 	if o.Currency == "" {
 		o.Currency = "EUR"
 	}
 	return orderRow{ID: o.ID, Customer: o.Customer, AmountCents: o.AmountCents, Currency: o.Currency}
 }
 
-// demoOrders are the orders the demo seeds.
-var demoOrders = []builtin.Order{
-	{ID: "ORD-1001", Customer: "Ada Lovelace", AmountCents: 4999, Currency: "EUR"},
-	{ID: "ORD-1002", Customer: "Alan Turing", AmountCents: 12900, Currency: "EUR"},
-	{ID: "ORD-1003", Customer: "Grace Hopper", AmountCents: 2350, Currency: "USD"},
-	{ID: "ORD-1004", Customer: "Edsger Dijkstra", AmountCents: 8800, Currency: "EUR"},
-	{ID: "ORD-1005", Customer: "Barbara Liskov", AmountCents: 15000, Currency: "USD"},
-	{ID: "ORD-1006", Customer: "Donald Knuth", AmountCents: 256, Currency: "USD"},
-	{ID: "ORD-1007", Customer: "Margaret Hamilton", AmountCents: 31415, Currency: "USD"},
-	{ID: "ORD-1008", Customer: "Ken Thompson", AmountCents: 6400, Currency: "USD"},
-	{ID: "ORD-1009", Customer: "Frances Allen", AmountCents: 9900, Currency: "USD"},
-	{ID: "ORD-1010", Customer: "Niklaus Wirth", AmountCents: 7250, Currency: "CHF"},
-	{ID: "ORD-1011", Customer: "Sophie Wilson", AmountCents: 1999, Currency: "GBP"},
-	{ID: "ORD-1012", Customer: "Leslie Lamport", AmountCents: 42000, Currency: "USD"},
-}
-
-// DemoOrders returns the orders SeedDemoOrders inserts, ORD-1001 to
-// ORD-1012.
-func DemoOrders() []builtin.Order {
-	return append([]builtin.Order(nil), demoOrders...)
-}
-
-// Order returns a demo order; an error wrapping ErrNotFound when there is
+// Order returns a demo order; an error wrapping runtime.ErrNotFound when there is
 // none with this id.
-func (s *Store) Order(ctx context.Context, id string) (builtin.Order, error) {
+func (s *Store) Order(ctx context.Context, id string) (runtime.Order, error) {
 	const q = `SELECT id, customer, amount_cents, currency FROM demo_orders WHERE id = ?`
 	var r orderRow
 	if err := s.db.GetContext(ctx, &r, q, id); err != nil {
-		return builtin.Order{}, notFound(fmt.Sprintf("order %q", id), err)
+		return runtime.Order{}, notFound(fmt.Sprintf("order %q", id), err)
 	}
 	return r.order(), nil
 }
@@ -64,7 +40,7 @@ func (s *Store) Order(ctx context.Context, id string) (builtin.Order, error) {
 // InsertRefund records one refund and returns its id. It never
 // de-duplicates (demo_refunds has no unique key on purpose), so a repeated
 // execution of refund_order shows as a second row.
-func (s *Store) InsertRefund(ctx context.Context, r builtin.Refund) (int64, error) {
+func (s *Store) InsertRefund(ctx context.Context, r runtime.Refund) (int64, error) {
 	const q = `INSERT INTO demo_refunds (order_id, amount_cents, run_id, call_id) VALUES (?, ?, ?, ?)`
 	res, err := s.db.ExecContext(ctx, q, r.OrderID, r.AmountCents, r.RunID, r.CallID)
 	if err != nil {
@@ -88,14 +64,13 @@ func (s *Store) RefundCount(ctx context.Context, orderID string) (int, error) {
 	return n, nil
 }
 
-// SeedDemoOrders inserts the demo orders (see DemoOrders) that are absent;
-// orders already there, changed or not, are left alone, so it may run at
-// every start.
-func (s *Store) SeedDemoOrders(ctx context.Context) error {
+// SeedDemoOrders inserts the orders that are absent; orders already
+// there, changed or not, are left alone, so it may run at every start.
+func (s *Store) SeedDemoOrders(ctx context.Context, orders []runtime.Order) error {
 	const q = `INSERT IGNORE INTO demo_orders (id, customer, amount_cents, currency)
 		VALUES (:id, :customer, :amount_cents, :currency)`
-	rows := make([]orderRow, len(demoOrders))
-	for i, o := range demoOrders {
+	rows := make([]orderRow, len(orders))
+	for i, o := range orders {
 		rows[i] = rowOfOrder(o)
 	}
 	if _, err := s.db.NamedExecContext(ctx, q, rows); err != nil {
@@ -106,7 +81,7 @@ func (s *Store) SeedDemoOrders(ctx context.Context) error {
 
 // CreateDemoOrder inserts one order (currency EUR when empty), for tests
 // and fixtures. An existing id is an error wrapping ErrDuplicate.
-func (s *Store) CreateDemoOrder(ctx context.Context, o builtin.Order) error {
+func (s *Store) CreateDemoOrder(ctx context.Context, o runtime.Order) error {
 	const q = `INSERT INTO demo_orders (id, customer, amount_cents, currency)
 		VALUES (:id, :customer, :amount_cents, :currency)`
 	if _, err := s.db.NamedExecContext(ctx, q, rowOfOrder(o)); err != nil {

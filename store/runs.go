@@ -30,7 +30,7 @@ const runColumns = `id, configuration_id, owner_id, origin, status, turn,
 // when one expired.
 func micros(d time.Duration) int64 { return d.Microseconds() }
 
-// Run returns a run, or ErrNotFound.
+// Run returns a run, or runtime.ErrNotFound.
 func (s *Store) Run(ctx context.Context, id int64) (*runtime.Run, error) {
 	var r runtime.Run
 	err := s.db.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id)
@@ -42,7 +42,7 @@ func (s *Store) Run(ctx context.Context, id int64) (*runtime.Run, error) {
 
 // RunForDecision returns a run with its configuration in one round trip,
 // for the decision pipeline, which needs both before its claim; the
-// configuration is nil when it no longer exists. ErrNotFound for no run.
+// configuration is nil when it no longer exists. runtime.ErrNotFound for no run.
 func (s *Store) RunForDecision(ctx context.Context, id int64) (*runtime.Run, *runtime.Configuration, error) {
 	var row struct {
 		runtime.Run
@@ -470,7 +470,7 @@ func (s *Store) Events(ctx context.Context, runID int64, afterSeq int) ([]runtim
 	return evs, nil
 }
 
-// Decision returns the decision recorded for a turn, or ErrNotFound.
+// Decision returns the decision recorded for a turn, or runtime.ErrNotFound.
 func (s *Store) Decision(ctx context.Context, runID int64, digest string) (*runtime.DecisionRecord, error) {
 	var d runtime.DecisionRecord
 	err := s.db.GetContext(ctx, &d, `

@@ -11,25 +11,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/turnstile-dev/turnstile/runtime"
 )
-
-// The scopes a bearer token may carry; each JSON API route needs one.
-const (
-	ScopeRunStart  = "run:start"
-	ScopeRunRead   = "run:read"
-	ScopeRunDecide = "run:decide"
-	ScopeRunCancel = "run:cancel"
-)
-
-// AllScopes returns every scope a token may carry, in a fixed order.
-func AllScopes() []string {
-	return []string{ScopeRunStart, ScopeRunRead, ScopeRunDecide, ScopeRunCancel}
-}
-
-// ErrTokenInvalid is what Authenticate returns for a token that is
-// malformed, unknown, expired or revoked, or whose user is gone: callers
-// answer all of them alike, so a caller learns nothing about which.
-var ErrTokenInvalid = errors.New("invalid token")
 
 // staleToken says a token's sliding expiry is due for a move: it was
 // never used, or last used longer ago than 1% of its lifetime or a minute,
@@ -92,13 +76,13 @@ func normalizeScopes(scopes []string) ([]string, error) {
 		if sc == "" || slices.Contains(out, sc) {
 			continue
 		}
-		if !slices.Contains(AllScopes(), sc) {
-			return nil, fmt.Errorf("unknown scope %q (known: %s)", sc, strings.Join(AllScopes(), ", "))
+		if !slices.Contains(runtime.AllScopes(), sc) {
+			return nil, fmt.Errorf("unknown scope %q (known: %s)", sc, strings.Join(runtime.AllScopes(), ", "))
 		}
 		out = append(out, sc)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("a token needs at least one scope (%s)", strings.Join(AllScopes(), ", "))
+		return nil, fmt.Errorf("a token needs at least one scope (%s)", strings.Join(runtime.AllScopes(), ", "))
 	}
 	if n := len(strings.Join(out, ",")); n > maxScopesLen {
 		return nil, fmt.Errorf("scopes take %d bytes, more than %d", n, maxScopesLen)
@@ -127,7 +111,7 @@ func hashToken(plain string) (string, bool) {
 // lifetime, and returns it — the only time it is ever seen: only its
 // SHA-256 is stored. Each use moves its expiry to ttl after that use.
 // Unknown or no scopes and a ttl under a second or over ten years are
-// errors; a user that does not exist is an error wrapping ErrNotFound.
+// errors; a user that does not exist is an error wrapping runtime.ErrNotFound.
 func (s *Store) CreateToken(ctx context.Context, userID int64, scopes []string, ttl time.Duration) (string, *Token, error) {
 	scopes, err := normalizeScopes(scopes)
 	if err != nil {
@@ -149,7 +133,7 @@ func (s *Store) CreateToken(ctx context.Context, userID int64, scopes []string, 
 		INSERT INTO api_tokens (user_id, token_hash, prefix, scopes, ttl_seconds, expires_at)
 		SELECT id, ?, ?, ?, ?, NOW(6) + INTERVAL ? SECOND FROM users WHERE id = ?`,
 		hash, plain[:tokenPrefixLen], strings.Join(scopes, ","), seconds, seconds, userID)
-	if err := oneRow(res, err, ErrNotFound); err != nil {
+	if err := oneRow(res, err, runtime.ErrNotFound); err != nil {
 		return "", nil, fmt.Errorf("store: create token for user %d: %w", userID, err)
 	}
 	id, err := res.LastInsertId()
@@ -163,7 +147,7 @@ func (s *Store) CreateToken(ctx context.Context, userID int64, scopes []string, 
 	return plain, t, nil
 }
 
-// Token returns a token by id, or an error wrapping ErrNotFound.
+// Token returns a token by id, or an error wrapping runtime.ErrNotFound.
 func (s *Store) Token(ctx context.Context, id int64) (*Token, error) {
 	var r tokenRow
 	err := s.db.GetContext(ctx, &r, `SELECT `+tokenColumns+`
@@ -177,11 +161,11 @@ func (s *Store) Token(ctx context.Context, id int64) (*Token, error) {
 // Authenticate returns the user a bearer token belongs to and the token's
 // scopes, and slides the token's expiry: each use keeps it alive for its
 // lifetime again, to within 1% of it or a minute (see staleToken). A malformed, unknown, expired or revoked token, or one
-// whose user is gone, is ErrTokenInvalid; other errors are the database's.
-func (s *Store) Authenticate(ctx context.Context, plain string) (*User, []string, error) {
+// whose user is gone, is runtime.ErrTokenInvalid; other errors are the database's.
+func (s *Store) Authenticate(ctx context.Context, plain string) (*runtime.User, []string, error) {
 	hash, ok := hashToken(plain)
 	if !ok {
-		return nil, nil, ErrTokenInvalid
+		return nil, nil, runtime.ErrTokenInvalid
 	}
 	// The lookup is by the hash, so comparing it takes no care of timing:
 	// a guess tells nothing about how close it came.
@@ -197,7 +181,7 @@ func (s *Store) Authenticate(ctx context.Context, plain string) (*User, []string
 		WHERE t.token_hash = ? AND t.revoked_at IS NULL AND t.expires_at > NOW(6)`, hash)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, nil, ErrTokenInvalid
+			return nil, nil, runtime.ErrTokenInvalid
 		}
 		return nil, nil, fmt.Errorf("store: authenticate: %w", err)
 	}
@@ -219,12 +203,12 @@ func (s *Store) Authenticate(ctx context.Context, plain string) (*User, []string
 
 // RevokeToken revokes a token for good; revoking a revoked token again
 // changes nothing and is no error. A token that does not exist is an error
-// wrapping ErrNotFound.
+// wrapping runtime.ErrNotFound.
 func (s *Store) RevokeToken(ctx context.Context, id int64) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE api_tokens SET revoked_at = NOW(6) WHERE id = ? AND revoked_at IS NULL`, id)
-	if err := oneRow(res, err, ErrNotFound); err == nil {
+	if err := oneRow(res, err, runtime.ErrNotFound); err == nil {
 		return nil
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, runtime.ErrNotFound) {
 		return fmt.Errorf("store: revoke token %d: %w", id, err)
 	}
 	var n int
@@ -232,7 +216,7 @@ func (s *Store) RevokeToken(ctx context.Context, id int64) error {
 		return fmt.Errorf("store: revoke token %d: %w", id, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("store: revoke token %d: %w", id, ErrNotFound)
+		return fmt.Errorf("store: revoke token %d: %w", id, runtime.ErrNotFound)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/store"
 	"github.com/turnstile-dev/turnstile/store/dbtest"
 )
@@ -56,7 +57,7 @@ func near(got, want time.Time) bool {
 func TestCreateTokenStoresOnlyItsHash(t *testing.T) {
 	ctx := context.Background()
 	s, db := newTokenStore(t)
-	u := createUser(t, s, store.User{Name: "integrator"})
+	u := createUser(t, s, runtime.User{Name: "integrator"})
 	plain, tok, err := s.CreateToken(ctx, u.ID, []string{" run:read", "run:decide", "run:read", ""}, 2*time.Hour)
 	if err != nil {
 		t.Fatalf("CreateToken: %v", err)
@@ -102,7 +103,7 @@ func TestCreateTokenStoresOnlyItsHash(t *testing.T) {
 func TestCreateTokenRefuses(t *testing.T) {
 	ctx := context.Background()
 	s, db := newTokenStore(t)
-	u := createUser(t, s, store.User{Name: "integrator"})
+	u := createUser(t, s, runtime.User{Name: "integrator"})
 	tests := []struct {
 		name         string
 		user         int64
@@ -125,8 +126,8 @@ func TestCreateTokenRefuses(t *testing.T) {
 			if err == nil {
 				t.Fatalf("CreateToken = %q, %+v; want an error", plain, tok)
 			}
-			if got := errors.Is(err, store.ErrNotFound); got != tt.wantNotFound {
-				t.Errorf("error %v: ErrNotFound = %v, want %v", err, got, tt.wantNotFound)
+			if got := errors.Is(err, runtime.ErrNotFound); got != tt.wantNotFound {
+				t.Errorf("error %v: runtime.ErrNotFound = %v, want %v", err, got, tt.wantNotFound)
 			}
 			if !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Errorf("error = %v, want it to say %q", err, tt.wantMsg)
@@ -148,7 +149,7 @@ func TestCreateTokenRefuses(t *testing.T) {
 func TestAuthenticateSlidesTheExpiry(t *testing.T) {
 	ctx := context.Background()
 	s, db := newTokenStore(t)
-	u := createUser(t, s, store.User{Name: "integrator", Grants: []string{"approve"}})
+	u := createUser(t, s, runtime.User{Name: "integrator", Grants: []string{"approve"}})
 	plain, tok, err := s.CreateToken(ctx, u.ID, []string{"run:read", "run:start"}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +181,7 @@ func TestAuthenticateSlidesTheExpiry(t *testing.T) {
 func TestAuthenticateConcurrently(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newTokenStore(t)
-	u := createUser(t, s, store.User{Name: "integrator"})
+	u := createUser(t, s, runtime.User{Name: "integrator"})
 	plain, _, err := s.CreateToken(ctx, u.ID, []string{"run:read"}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -204,8 +205,8 @@ func TestAuthenticateConcurrently(t *testing.T) {
 func TestAuthenticateRefuses(t *testing.T) {
 	ctx := context.Background()
 	s, db := newTokenStore(t)
-	u := createUser(t, s, store.User{Name: "integrator"})
-	gone := createUser(t, s, store.User{Name: "gone"})
+	u := createUser(t, s, runtime.User{Name: "integrator"})
+	gone := createUser(t, s, runtime.User{Name: "gone"})
 	mk := func(user int64) (string, int64) {
 		t.Helper()
 		plain, tok, err := s.CreateToken(ctx, user, []string{"run:read"}, time.Hour)
@@ -246,7 +247,7 @@ func TestAuthenticateRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u, scopes, err := s.Authenticate(ctx, tt.token)
-			if !errors.Is(err, store.ErrTokenInvalid) {
+			if !errors.Is(err, runtime.ErrTokenInvalid) {
 				t.Errorf("Authenticate = %v, %v, %v; want ErrTokenInvalid", u, scopes, err)
 			}
 		})
@@ -269,8 +270,8 @@ func TestAuthenticateRefuses(t *testing.T) {
 func TestRevokeAndListTokens(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newTokenStore(t)
-	ada := createUser(t, s, store.User{Name: "ada"})
-	bob := createUser(t, s, store.User{Name: "bob"})
+	ada := createUser(t, s, runtime.User{Name: "ada"})
+	bob := createUser(t, s, runtime.User{Name: "bob"})
 	if got, err := s.ListTokens(ctx); err != nil || got == nil || len(got) != 0 {
 		t.Errorf("ListTokens on no tokens = %v, %v; want an empty slice", got, err)
 	}
@@ -288,10 +289,10 @@ func TestRevokeAndListTokens(t *testing.T) {
 	if err := s.RevokeToken(ctx, second.ID); err != nil {
 		t.Errorf("RevokeToken again: %v, want nil", err)
 	}
-	if err := s.RevokeToken(ctx, second.ID+100); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("RevokeToken of no token: %v, want ErrNotFound", err)
+	if err := s.RevokeToken(ctx, second.ID+100); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("RevokeToken of no token: %v, want runtime.ErrNotFound", err)
 	}
-	if _, _, err := s.Authenticate(ctx, plain); !errors.Is(err, store.ErrTokenInvalid) {
+	if _, _, err := s.Authenticate(ctx, plain); !errors.Is(err, runtime.ErrTokenInvalid) {
 		t.Errorf("Authenticate after revoke: %v, want ErrTokenInvalid", err)
 	}
 	list, err := s.ListTokens(ctx)
@@ -313,9 +314,9 @@ func TestRevokeAndListTokens(t *testing.T) {
 func TestDeleteUserDeletesTheirTokens(t *testing.T) {
 	ctx := context.Background()
 	s, db := newTokenStore(t)
-	gone := createUser(t, s, store.User{Name: "gone"})
-	kept := createUser(t, s, store.User{Name: "kept"})
-	for _, u := range []*store.User{gone, gone, kept} {
+	gone := createUser(t, s, runtime.User{Name: "gone"})
+	kept := createUser(t, s, runtime.User{Name: "kept"})
+	for _, u := range []*runtime.User{gone, gone, kept} {
 		if _, _, err := s.CreateToken(ctx, u.ID, []string{"run:read"}, time.Hour); err != nil {
 			t.Fatal(err)
 		}
@@ -337,8 +338,8 @@ func TestDeleteUserDeletesTheirTokens(t *testing.T) {
 		t.Errorf("the other user has %d tokens, want 1", n)
 	}
 	// A failed delete deletes no token either.
-	if err := s.DeleteUser(ctx, gone.ID); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("DeleteUser again: %v, want ErrNotFound", err)
+	if err := s.DeleteUser(ctx, gone.ID); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("DeleteUser again: %v, want runtime.ErrNotFound", err)
 	}
 	if n := count(kept.ID); n != 1 {
 		t.Errorf("the other user has %d tokens after a failed delete, want 1", n)

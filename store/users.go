@@ -22,29 +22,13 @@ const (
 	maxGrantsLength   = 1000 // users.grants VARCHAR(1000)
 )
 
-// User is a person who signs in. Grants are stored comma-separated, so a
-// grant never contains a comma.
-type User struct {
-	ID           int64        `db:"id" json:"id"`
-	Name         string       `db:"name" json:"name"`
-	Role         runtime.Role `db:"role" json:"role"`
-	Grants       []string     `db:"-" json:"grants"`
-	PasswordHash string       `db:"password_hash" json:"-"`
-	CreatedAt    time.Time    `db:"created_at" json:"created_at"`
-}
-
-// Actor returns the user as the engine's Actor, with a copy of the grants.
-func (u *User) Actor() runtime.Actor {
-	return runtime.Actor{ID: u.ID, Name: u.Name, Role: u.Role, Grants: slices.Clone(u.Grants)}
-}
-
 // userRow is one row of users: the user and the stored form of its grants.
 type userRow struct {
-	User
+	runtime.User
 	GrantsCSV string `db:"grants"`
 }
 
-func (r userRow) user() User {
+func (r userRow) user() runtime.User {
 	u := r.User
 	u.Grants = splitGrants(r.GrantsCSV)
 	return u
@@ -81,7 +65,7 @@ func normalizeGrants(grants []string) ([]string, error) {
 // role (user when empty) and, when zero, its CreatedAt. An invalid name,
 // role or grant is an error; a name that exists already is an error
 // wrapping ErrDuplicate.
-func (s *Store) CreateUser(ctx context.Context, u *User) error {
+func (s *Store) CreateUser(ctx context.Context, u *runtime.User) error {
 	const q = `INSERT INTO users (name, role, grants, password_hash, created_at)
 		VALUES (?, ?, ?, ?, ?)`
 	if u.Name == "" || strings.TrimSpace(u.Name) != u.Name {
@@ -123,8 +107,8 @@ func (s *Store) CreateUser(ctx context.Context, u *User) error {
 }
 
 // UserByName returns the user with this name (compared exactly, case
-// included), or an error wrapping ErrNotFound.
-func (s *Store) UserByName(ctx context.Context, name string) (*User, error) {
+// included), or an error wrapping runtime.ErrNotFound.
+func (s *Store) UserByName(ctx context.Context, name string) (*runtime.User, error) {
 	const q = `SELECT id, name, role, grants, password_hash, created_at FROM users WHERE name = ?`
 	var r userRow
 	if err := s.db.GetContext(ctx, &r, q, name); err != nil {
@@ -134,8 +118,8 @@ func (s *Store) UserByName(ctx context.Context, name string) (*User, error) {
 	return &u, nil
 }
 
-// User returns the user with this id, or an error wrapping ErrNotFound.
-func (s *Store) User(ctx context.Context, id int64) (*User, error) {
+// User returns the user with this id, or an error wrapping runtime.ErrNotFound.
+func (s *Store) User(ctx context.Context, id int64) (*runtime.User, error) {
 	const q = `SELECT id, name, role, grants, password_hash, created_at FROM users WHERE id = ?`
 	var r userRow
 	if err := s.db.GetContext(ctx, &r, q, id); err != nil {
@@ -147,7 +131,7 @@ func (s *Store) User(ctx context.Context, id int64) (*User, error) {
 
 // DeleteUser deletes the user with this id and, in the same transaction,
 // every API token of theirs, so no token outlives its user; an error
-// wrapping ErrNotFound when there is none. Runs the user owns are left as
+// wrapping runtime.ErrNotFound when there is none. Runs the user owns are left as
 // they are.
 func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 	tx, err := s.db.BeginTxx(ctx, nil)
@@ -159,7 +143,7 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 		return fmt.Errorf("store: delete user %d: tokens: %w", id, err)
 	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = ?`, id)
-	if err := oneRow(res, err, ErrNotFound); err != nil {
+	if err := oneRow(res, err, runtime.ErrNotFound); err != nil {
 		return fmt.Errorf("store: delete user %d: %w", id, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -170,13 +154,13 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 
 // ListUsers returns every user ordered by name; an empty slice when there
 // are none.
-func (s *Store) ListUsers(ctx context.Context) ([]User, error) {
+func (s *Store) ListUsers(ctx context.Context) ([]runtime.User, error) {
 	const q = `SELECT id, name, role, grants, password_hash, created_at FROM users ORDER BY name`
 	var rows []userRow
 	if err := s.db.SelectContext(ctx, &rows, q); err != nil {
 		return nil, fmt.Errorf("store: list users: %w", err)
 	}
-	users := make([]User, len(rows))
+	users := make([]runtime.User, len(rows))
 	for i, r := range rows {
 		users[i] = r.user()
 	}
@@ -186,7 +170,7 @@ func (s *Store) ListUsers(ctx context.Context) ([]User, error) {
 // SetPassword replaces a user's password hash.
 func (s *Store) SetPassword(ctx context.Context, id int64, hash string) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE users SET password_hash = ? WHERE id = ?`, hash, id)
-	if err := oneRow(res, err, ErrNotFound); err != nil {
+	if err := oneRow(res, err, runtime.ErrNotFound); err != nil {
 		return fmt.Errorf("store: set password of user %d: %w", id, err)
 	}
 	return nil

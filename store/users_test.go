@@ -14,7 +14,7 @@ import (
 )
 
 // createUser creates a user for a test and fails the test when it cannot.
-func createUser(t *testing.T, s *store.Store, u store.User) *store.User {
+func createUser(t *testing.T, s *store.Store, u runtime.User) *runtime.User {
 	t.Helper()
 	if err := s.CreateUser(context.Background(), &u); err != nil {
 		t.Fatalf("CreateUser(%q): %v", u.Name, err)
@@ -22,7 +22,7 @@ func createUser(t *testing.T, s *store.Store, u store.User) *store.User {
 	return &u
 }
 
-func sameUser(t *testing.T, got, want *store.User) {
+func sameUser(t *testing.T, got, want *runtime.User) {
 	t.Helper()
 	if got.ID != want.ID || got.Name != want.Name || got.Role != want.Role ||
 		!slices.Equal(got.Grants, want.Grants) || got.PasswordHash != want.PasswordHash ||
@@ -36,16 +36,16 @@ func TestCreateUserAndRead(t *testing.T) {
 	s := newStore(t)
 	tests := []struct {
 		name       string
-		in         store.User
+		in         runtime.User
 		wantRole   runtime.Role
 		wantGrants []string
 	}{
-		{name: "admin", in: store.User{Name: "ada", Role: runtime.RoleAdmin, PasswordHash: "$argon2id$x"}, wantRole: runtime.RoleAdmin},
-		{name: "no grants", in: store.User{Name: "bob", Role: runtime.RoleUser}, wantRole: runtime.RoleUser},
-		{name: "role defaults to user", in: store.User{Name: "cy"}, wantRole: runtime.RoleUser},
-		{name: "grants", in: store.User{Name: "dee", Grants: []string{"approve", "refunds"}}, wantRole: runtime.RoleUser, wantGrants: []string{"approve", "refunds"}},
-		{name: "grants normalized", in: store.User{Name: "eve", Grants: []string{" approve", "", "approve", "refunds "}}, wantRole: runtime.RoleUser, wantGrants: []string{"approve", "refunds"}},
-		{name: "unicode name", in: store.User{Name: "Zoë Ångström"}, wantRole: runtime.RoleUser},
+		{name: "admin", in: runtime.User{Name: "ada", Role: runtime.RoleAdmin, PasswordHash: "$argon2id$x"}, wantRole: runtime.RoleAdmin},
+		{name: "no grants", in: runtime.User{Name: "bob", Role: runtime.RoleUser}, wantRole: runtime.RoleUser},
+		{name: "role defaults to user", in: runtime.User{Name: "cy"}, wantRole: runtime.RoleUser},
+		{name: "grants", in: runtime.User{Name: "dee", Grants: []string{"approve", "refunds"}}, wantRole: runtime.RoleUser, wantGrants: []string{"approve", "refunds"}},
+		{name: "grants normalized", in: runtime.User{Name: "eve", Grants: []string{" approve", "", "approve", "refunds "}}, wantRole: runtime.RoleUser, wantGrants: []string{"approve", "refunds"}},
+		{name: "unicode name", in: runtime.User{Name: "Zoë Ångström"}, wantRole: runtime.RoleUser},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,20 +82,20 @@ func TestCreateUserAndRead(t *testing.T) {
 func TestCreateUserRefuses(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	createUser(t, s, store.User{Name: "taken"})
+	createUser(t, s, runtime.User{Name: "taken"})
 	tests := []struct {
 		name    string
-		in      store.User
+		in      runtime.User
 		wantErr string
 		wantIs  error
 	}{
-		{name: "duplicate name", in: store.User{Name: "taken"}, wantErr: `store: create user "taken": already exists`, wantIs: store.ErrDuplicate},
-		{name: "empty name", in: store.User{}, wantErr: "a name must be non-empty"},
-		{name: "padded name", in: store.User{Name: " taken"}, wantErr: "without surrounding spaces"},
-		{name: "long name", in: store.User{Name: strings.Repeat("n", 101)}, wantErr: "at most 100 characters, not 101"},
-		{name: "unknown role", in: store.User{Name: "root", Role: "superuser"}, wantErr: `role must be admin or user, not "superuser"`},
-		{name: "comma in grant", in: store.User{Name: "gus", Grants: []string{"a,b"}}, wantErr: `grant "a,b" contains a comma`},
-		{name: "grants too long", in: store.User{Name: "hal", Grants: []string{strings.Repeat("g", 600), strings.Repeat("h", 600)}}, wantErr: "more than 1000"},
+		{name: "duplicate name", in: runtime.User{Name: "taken"}, wantErr: `store: create user "taken": already exists`, wantIs: store.ErrDuplicate},
+		{name: "empty name", in: runtime.User{}, wantErr: "a name must be non-empty"},
+		{name: "padded name", in: runtime.User{Name: " taken"}, wantErr: "without surrounding spaces"},
+		{name: "long name", in: runtime.User{Name: strings.Repeat("n", 101)}, wantErr: "at most 100 characters, not 101"},
+		{name: "unknown role", in: runtime.User{Name: "root", Role: "superuser"}, wantErr: `role must be admin or user, not "superuser"`},
+		{name: "comma in grant", in: runtime.User{Name: "gus", Grants: []string{"a,b"}}, wantErr: `grant "a,b" contains a comma`},
+		{name: "grants too long", in: runtime.User{Name: "hal", Grants: []string{strings.Repeat("g", 600), strings.Repeat("h", 600)}}, wantErr: "more than 1000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,20 +127,20 @@ func TestCreateUserRefuses(t *testing.T) {
 func TestUserNotFound(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	createUser(t, s, store.User{Name: "Alice"})
+	createUser(t, s, runtime.User{Name: "Alice"})
 	tests := []struct {
 		name string
-		get  func() (*store.User, error)
+		get  func() (*runtime.User, error)
 	}{
-		{"unknown id", func() (*store.User, error) { return s.User(ctx, 9999) }},
-		{"unknown name", func() (*store.User, error) { return s.UserByName(ctx, "nobody") }},
-		{"names compare with case", func() (*store.User, error) { return s.UserByName(ctx, "alice") }},
+		{"unknown id", func() (*runtime.User, error) { return s.User(ctx, 9999) }},
+		{"unknown name", func() (*runtime.User, error) { return s.UserByName(ctx, "nobody") }},
+		{"names compare with case", func() (*runtime.User, error) { return s.UserByName(ctx, "alice") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := tt.get()
-			if !errors.Is(err, store.ErrNotFound) {
-				t.Errorf("error = %v, want ErrNotFound", err)
+			if !errors.Is(err, runtime.ErrNotFound) {
+				t.Errorf("error = %v, want runtime.ErrNotFound", err)
 			}
 			if got != nil {
 				t.Errorf("user = %+v, want nil", got)
@@ -152,22 +152,22 @@ func TestUserNotFound(t *testing.T) {
 func TestDeleteUser(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	gone := createUser(t, s, store.User{Name: "gone"})
-	kept := createUser(t, s, store.User{Name: "kept"})
+	gone := createUser(t, s, runtime.User{Name: "gone"})
+	kept := createUser(t, s, runtime.User{Name: "kept"})
 	if err := s.DeleteUser(ctx, gone.ID); err != nil {
 		t.Fatalf("DeleteUser: %v", err)
 	}
-	if _, err := s.User(ctx, gone.ID); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("User after delete: error = %v, want ErrNotFound", err)
+	if _, err := s.User(ctx, gone.ID); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("User after delete: error = %v, want runtime.ErrNotFound", err)
 	}
 	if _, err := s.User(ctx, kept.ID); err != nil {
 		t.Errorf("the other user: %v", err)
 	}
-	if err := s.DeleteUser(ctx, gone.ID); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("second DeleteUser: error = %v, want ErrNotFound", err)
+	if err := s.DeleteUser(ctx, gone.ID); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("second DeleteUser: error = %v, want runtime.ErrNotFound", err)
 	}
 	// The name is free again.
-	again := createUser(t, s, store.User{Name: "gone"})
+	again := createUser(t, s, runtime.User{Name: "gone"})
 	if again.ID == gone.ID {
 		t.Errorf("recreated user has the deleted user's id %d", again.ID)
 	}
@@ -183,14 +183,14 @@ func TestListUsers(t *testing.T) {
 	if empty == nil || len(empty) != 0 {
 		t.Errorf("ListUsers on no users = %#v, want an empty slice", empty)
 	}
-	carol := createUser(t, s, store.User{Name: "carol", Grants: []string{"approve"}})
-	alice := createUser(t, s, store.User{Name: "alice", Role: runtime.RoleAdmin})
-	bob := createUser(t, s, store.User{Name: "bob", PasswordHash: "h"})
+	carol := createUser(t, s, runtime.User{Name: "carol", Grants: []string{"approve"}})
+	alice := createUser(t, s, runtime.User{Name: "alice", Role: runtime.RoleAdmin})
+	bob := createUser(t, s, runtime.User{Name: "bob", PasswordHash: "h"})
 	got, err := s.ListUsers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []*store.User{alice, bob, carol}
+	want := []*runtime.User{alice, bob, carol}
 	if len(got) != len(want) {
 		t.Fatalf("ListUsers returned %d users, want %d", len(got), len(want))
 	}
@@ -200,7 +200,7 @@ func TestListUsers(t *testing.T) {
 }
 
 func TestUserActor(t *testing.T) {
-	u := &store.User{ID: 4, Name: "dee", Role: runtime.RoleUser, Grants: []string{"approve", "refunds"}}
+	u := &runtime.User{ID: 4, Name: "dee", Role: runtime.RoleUser, Grants: []string{"approve", "refunds"}}
 	got := u.Actor()
 	want := runtime.Actor{ID: 4, Name: "dee", Role: runtime.RoleUser, Grants: []string{"approve", "refunds"}}
 	if got.ID != want.ID || got.Name != want.Name || got.Role != want.Role || !slices.Equal(got.Grants, want.Grants) {
@@ -217,7 +217,7 @@ func TestUserActor(t *testing.T) {
 
 // A user marshalled to JSON (the API, logs) never carries its password hash.
 func TestUserJSONHidesPasswordHash(t *testing.T) {
-	b, err := json.Marshal(store.User{Name: "x", PasswordHash: "$argon2id$secret"})
+	b, err := json.Marshal(runtime.User{Name: "x", PasswordHash: "$argon2id$secret"})
 	if err != nil {
 		t.Fatal(err)
 	}

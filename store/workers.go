@@ -22,7 +22,7 @@ func (s *Store) claimNext(ctx context.Context, status runtime.Status, order, cla
 	var id int64
 	err = tx.GetContext(ctx, &id, `SELECT id FROM runs WHERE status = ? ORDER BY `+order+` LIMIT 1 FOR UPDATE SKIP LOCKED`, status)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, runtime.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func (s *Store) claimNext(ctx context.Context, status runtime.Status, order, cla
 	return s.Run(ctx, id)
 }
 
-// ClaimDecided claims the oldest decided run for a worker; ErrNotFound
+// ClaimDecided claims the oldest decided run for a worker; runtime.ErrNotFound
 // when none waits.
 func (s *Store) ClaimDecided(ctx context.Context, claimedBy string, lease time.Duration) (*runtime.Run, error) {
 	r, err := s.claimNext(ctx, runtime.StatusDecided, "decided_at, id", claimedBy, lease)
@@ -50,7 +50,7 @@ func (s *Store) ClaimDecided(ctx context.Context, claimedBy string, lease time.D
 	return r, nil
 }
 
-// ClaimQueued claims the oldest queued run for a worker; ErrNotFound when
+// ClaimQueued claims the oldest queued run for a worker; runtime.ErrNotFound when
 // none waits.
 func (s *Store) ClaimQueued(ctx context.Context, claimedBy string, lease time.Duration) (*runtime.Run, error) {
 	r, err := s.claimNext(ctx, runtime.StatusQueued, "created_at, id", claimedBy, lease)
@@ -61,7 +61,7 @@ func (s *Store) ClaimQueued(ctx context.Context, claimedBy string, lease time.Du
 }
 
 // ClaimExpired takes over the running run whose lease expired longest ago:
-// its holder died (a crashed request, process or worker). ErrNotFound when
+// its holder died (a crashed request, process or worker). runtime.ErrNotFound when
 // every lease is alive.
 func (s *Store) ClaimExpired(ctx context.Context, claimedBy string, lease time.Duration) (*runtime.Run, error) {
 	var id int64
@@ -69,7 +69,7 @@ func (s *Store) ClaimExpired(ctx context.Context, claimedBy string, lease time.D
 		SELECT id FROM runs WHERE status = 'running' AND lease_expires_at < NOW(6)
 		ORDER BY lease_expires_at LIMIT 1`)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("store: claim expired run: %w", ErrNotFound)
+		return nil, fmt.Errorf("store: claim expired run: %w", runtime.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: claim expired run: %w", err)

@@ -2,278 +2,266 @@ package web
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"reflect"
-	"slices"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/store"
 )
 
-// maxAPIBytes bounds every JSON API body.
-const maxAPIBytes = 1 << 20
+// The JSON API: every handler here sits behind s.api, which says who asks
+// and checked the route's scope. Bodies are decoded strictly (decodeJSON),
+// every refusal is a JSON error from the one table (refuse), and a
+// continuation runs inside the request like the playground's: streamed
+// when the client accepts application/x-ndjson, else answered as one JSON
+// document.
 
-// apiHandle is a JSON API handler that knows who asks.
-type apiHandle func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor)
-
-// Token scopes; the store keeps the list a token may carry.
-const (
-	ScopeRunStart  = store.ScopeRunStart
-	ScopeRunRead   = store.ScopeRunRead
-	ScopeRunDecide = store.ScopeRunDecide
-	ScopeRunCancel = store.ScopeRunCancel
-)
-
-// api authenticates a JSON API request and checks the scope it needs. A
-// request with an Authorization header is judged by its bearer token
-// alone: 401 unless it is a valid token, 403 when the token lacks the
-// scope. Without the header, a signed-in session may do everything its
-// user may; 401 otherwise.
-func (s *Server) api(scope string, h apiHandle) httprouter.Handle {
-	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		actor, ok := s.apiActor(w, r, scope)
-		if !ok {
-			return
-		}
-		h(w, r, ps, actor)
+// apiSurface answers the API's decisions: in the request whenever a slot
+// is free, for the API wants the outcome; with every slot taken on the
+// durable path when a worker lives, answered 202 with the run decided.
+// The steps carry their content for the run's owner and admins, and none
+// for a decider who holds the approve grant only, who may decide the run
+// but not read it (as in the inbox).
+func (s *Server) apiSurface() *surface {
+	return &surface{name: "api",
+		html: func(*http.Request) bool { return false },
+		want: func(*http.Request) want { return wantStream },
+		recorded: func(w http.ResponseWriter, r *http.Request, id int64) {
+			// The decider may hold only the approve grant, so the answer
+			// tells no more of the run than the decision itself.
+			s.writeJSON(w, http.StatusAccepted, map[string]any{"path": runtime.PathDurable,
+				"run": map[string]any{"id": id, "status": runtime.StatusDecided}})
+		},
+		run: func(w http.ResponseWriter, r *http.Request, c *runtime.Continuation) {
+			full := actorOf(r).MayRead(c.OwnerID())
+			if wantsStream(r) {
+				s.streamSteps(w, r, c, full)
+				return
+			}
+			steps, out := collectSteps(w, r, c, full)
+			s.writeJSON(w, http.StatusOK, map[string]any{"steps": steps, "outcome": outcomeLine(out, full)})
+		},
 	}
 }
 
-// apiActor is who asks, or false when the request was answered with 401,
-// 403 or 500.
-func (s *Server) apiActor(w http.ResponseWriter, r *http.Request, scope string) (runtime.Actor, bool) {
-	if _, sent := r.Header["Authorization"]; sent {
-		scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-		if !strings.EqualFold(scheme, "Bearer") || s.tokens == nil {
-			s.unauthorized(w, r, `error="invalid_request"`, "the Authorization header must be \"Bearer tst_…\" with a token from turnstile token create")
-			return runtime.Actor{}, false
-		}
-		u, scopes, err := s.tokens.Authenticate(r.Context(), strings.TrimSpace(token))
-		if errors.Is(err, store.ErrTokenInvalid) {
-			// Malformed, unknown, expired and revoked alike: the answer
-			// tells a guesser nothing.
-			s.unauthorized(w, r, `error="invalid_token"`, "the bearer token is not valid: it is malformed, unknown, expired or revoked")
-			return runtime.Actor{}, false
-		}
-		if err != nil {
-			s.apiFail(w, r, err)
-			return runtime.Actor{}, false
-		}
-		if !slices.Contains(scopes, scope) {
-			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="turnstile", error="insufficient_scope", scope=%q`, scope))
-			s.apiError(w, r, http.StatusForbidden, "insufficient_scope",
-				fmt.Sprintf("this token lacks the %s scope this route needs; create one with --scopes %s", scope, scope), nil)
-			return runtime.Actor{}, false
-		}
-		return u.Actor(), true
+// openAPIDocument describes every /api route; web/openapi_test.go keeps it
+// and the router in step.
+//
+//go:embed openapi.json
+var openAPIDocument []byte
+
+func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(openAPIDocument); err != nil {
+		s.log.Debug("write response", "err", err)
 	}
-	id := s.sessions.GetInt64(r.Context(), sessionUser)
-	if id == 0 {
-		s.unauthorized(w, r, "", "send Authorization: Bearer with a token from turnstile token create, or sign in")
-		return runtime.Actor{}, false
-	}
-	u, err := s.users.User(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
-		// The user was deleted while signed in.
-		s.unauthorized(w, r, "", "sign in again")
-		return runtime.Actor{}, false
-	}
+}
+
+// approvalJSON is one open question, as GET /api/approvals lists it.
+type approvalJSON struct {
+	RunID             int64           `json:"run_id"`
+	Configuration     string          `json:"configuration"`
+	ConfigurationName string          `json:"configuration_name"`
+	Kind              string          `json:"kind"` // approval or input
+	PendingCalls      []callJSON      `json:"pending_calls"`
+	TurnDigest        string          `json:"turn_digest"`
+	WaitingSince      *string         `json:"waiting_since"`
+	Note              string          `json:"note,omitempty"`
+	Schema            json.RawMessage `json:"schema,omitempty"`
+}
+
+// apiApprovals lists the open questions the caller may answer, oldest
+// first: what the inbox shows, as JSON.
+func (s *Server) apiApprovals(w http.ResponseWriter, r *http.Request, _ httprouter.Params, actor runtime.Actor) {
+	pending, err := s.engine.Pending(r.Context(), actor, true)
 	if err != nil {
-		s.apiFail(w, r, err)
-		return runtime.Actor{}, false
-	}
-	return u.Actor(), true
-}
-
-// unauthorized answers 401 with the challenge of RFC 6750.
-func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, params, message string) {
-	challenge := `Bearer realm="turnstile"`
-	if params != "" {
-		challenge += ", " + params
-	}
-	w.Header().Set("WWW-Authenticate", challenge)
-	s.apiError(w, r, http.StatusUnauthorized, "unauthorized", message, nil)
-}
-
-// apiStatus is the status of each refusal on the JSON surfaces (SPEC §4).
-var apiStatus = map[runtime.Code]int{
-	runtime.CodeNotFound:              http.StatusNotFound,
-	runtime.CodeNotWaiting:            http.StatusConflict,
-	runtime.CodeProcessRun:            http.StatusConflict,
-	runtime.CodeInactiveConfiguration: http.StatusConflict,
-	runtime.CodeFourEyes:              http.StatusForbidden,
-	runtime.CodeUnreadableState:       http.StatusInternalServerError,
-	runtime.CodeApproverNotPermitted:  http.StatusForbidden,
-	runtime.CodeInvalidInput:          http.StatusUnprocessableEntity,
-	runtime.CodeStaleTurn:             http.StatusConflict,
-	runtime.CodeAlreadyResuming:       http.StatusConflict,
-	runtime.CodeInvalidRequest:        http.StatusBadRequest,
-}
-
-// apiFail is the one place an error becomes a JSON API answer: a refusal
-// gets its status and code; anything else is logged and answered 500
-// without its text.
-func (s *Server) apiFail(w http.ResponseWriter, r *http.Request, err error) {
-	var ref *runtime.Refusal
-	if errors.As(err, &ref) {
-		s.metrics.refused(apiSurface(r), string(ref.Code))
-		status, ok := apiStatus[ref.Code]
-		if !ok {
-			status = http.StatusBadRequest
-		}
-		extra := map[string]any{}
-		if len(ref.Fields) > 0 {
-			extra["fields"] = ref.Fields
-		}
-		if ref.Digest != "" {
-			extra["turn_digest"] = ref.Digest
-		}
-		s.apiError(w, r, status, string(ref.Code), ref.Message, extra)
+		s.refuse(w, r, s.at.api, 0, err)
 		return
 	}
-	s.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	s.apiError(w, r, http.StatusInternalServerError, "internal", "something went wrong on our side", nil)
+	out := make([]approvalJSON, 0, len(pending))
+	for _, p := range pending {
+		a := approvalJSON{RunID: p.Run.ID, Configuration: p.Configuration.Identifier,
+			ConfigurationName: p.Configuration.Name, Kind: p.Turn.Kind, PendingCalls: pendingCalls(&p.Turn),
+			TurnDigest: p.Run.TurnDigest, Note: p.Turn.Note}
+		if p.Run.WaitingSince != nil {
+			since := p.Run.WaitingSince.UTC().Format(timeFormat)
+			a.WaitingSince = &since
+		}
+		if p.Turn.Kind == runtime.TurnInput {
+			a.Schema = p.Turn.Schema
+		}
+		out = append(out, a)
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
 }
 
-// apiError writes {"error":{"code":…,"message":…,…extra}}.
-func (s *Server) apiError(w http.ResponseWriter, _ *http.Request, status int, code, message string, extra map[string]any) {
-	e := map[string]any{"code": code, "message": message}
+// startBody is the body of POST /api/runs.
+type startBody struct {
+	Configuration string `json:"configuration"`
+	Prompt        string `json:"prompt"`
+	Async         bool   `json:"async"`
+	Origin        string `json:"origin"`
+}
+
+// apiStartRun starts a run owned by the caller. With async it is queued
+// for a worker and answered at once; otherwise it runs inside the request
+// until it pauses or settles, and the answer carries its steps and
+// outcome (or streams them, for a client that accepts NDJSON).
+func (s *Server) apiStartRun(w http.ResponseWriter, r *http.Request, _ httprouter.Params, actor runtime.Actor) {
+	var body startBody
+	if err := decodeJSON(w, r, &body); err != nil {
+		s.refuse(w, r, s.at.api, 0, err)
+		return
+	}
+	if body.Configuration == "" {
+		s.refuse(w, r, s.at.api, 0, invalid("configuration is required: the identifier of an agent configuration, e.g. \"refund-agent\""))
+		return
+	}
+	req := runtime.StartRequest{Configuration: body.Configuration, Prompt: body.Prompt, Owner: actor,
+		Origin: runtime.Origin(body.Origin)}
+	path := runtime.PathDurable
+	if !body.Async {
+		var release func()
+		var err error
+		if path, release, err = s.admission.choose(r.Context(), wantStream); err != nil {
+			s.refuse(w, r, s.at.api, 0, err)
+			return
+		}
+		defer release()
+	}
+	if path == runtime.PathDurable {
+		// This server runs no continuation for it now: a worker starts it.
+		id, err := s.engine.Enqueue(r.Context(), req)
+		if err != nil {
+			s.refuse(w, r, s.at.api, 0, err)
+			return
+		}
+		s.answerRun(w, r, id, actor, http.StatusCreated, nil)
+		return
+	}
+	c, err := s.engine.Start(r.Context(), req)
+	if err != nil {
+		s.refuse(w, r, s.at.api, 0, err)
+		return
+	}
+	w.Header().Set("Location", fmt.Sprintf("/api/runs/%d", c.RunID()))
+	if wantsStream(r) {
+		s.streamSteps(w, r, c, true)
+		return
+	}
+	steps, out := collectSteps(w, r, c, true)
+	s.answerRun(w, r, c.RunID(), actor, http.StatusCreated, map[string]any{"steps": steps, "outcome": outcomeLine(out, true)})
+}
+
+// apiRun answers a run to its owner and admins; to anyone else it does not
+// exist.
+func (s *Server) apiRun(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
+	id, ok := runID(ps)
+	if !ok {
+		s.refuse(w, r, s.at.api, 0, unknownRun(ps))
+		return
+	}
+	s.answerRun(w, r, id, actor, http.StatusOK, nil)
+}
+
+// apiCancel cancels a run: at once when nobody holds it, at its next step
+// boundary when it runs ("cancel": "requested").
+func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
+	id, ok := runID(ps)
+	if !ok {
+		s.refuse(w, r, s.at.api, 0, unknownRun(ps))
+		return
+	}
+	res, err := s.engine.Cancel(r.Context(), id, actor)
+	if err != nil {
+		s.refuse(w, r, s.at.api, id, err)
+		return
+	}
+	how := "done"
+	if res.Status != runtime.StatusCancelled {
+		how = "requested"
+	}
+	s.answerRun(w, r, id, actor, http.StatusOK, map[string]any{"cancel": how})
+}
+
+// decisionBody is the body of POST /api/runs/:id/decisions.
+type decisionBody struct {
+	TurnDigest string `json:"turn_digest"`
+	Decision   string `json:"decision"`
+	Scope      string `json:"scope"`
+	Reason     string `json:"reason"`
+}
+
+// apiDecide approves or denies a run's pending turn.
+func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
+	id, ok := runID(ps)
+	if !ok {
+		s.refuse(w, r, s.at.api, 0, unknownRun(ps))
+		return
+	}
+	var body decisionBody
+	err := decodeJSON(w, r, &body)
+	if err == nil {
+		err = checkDigest(body.TurnDigest)
+	}
+	if err != nil {
+		s.refuse(w, r, s.at.api, id, err)
+		return
+	}
+	s.decide(w, r, s.at.api, id, s.approval(runtime.DecideRequest{RunID: id, Digest: body.TurnDigest,
+		Decision: body.Decision, Scope: body.Scope, Reason: body.Reason, Actor: actor}))
+}
+
+// inputBody is the body of POST /api/runs/:id/input.
+type inputBody struct {
+	TurnDigest string          `json:"turn_digest"`
+	Input      json.RawMessage `json:"input"`
+}
+
+// apiInput answers a run's input turn. An answer that does not fit the
+// turn's schema is 422 with a message per field.
+func (s *Server) apiInput(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
+	id, ok := runID(ps)
+	if !ok {
+		s.refuse(w, r, s.at.api, 0, unknownRun(ps))
+		return
+	}
+	var body inputBody
+	err := decodeJSON(w, r, &body)
+	if err == nil {
+		err = checkDigest(body.TurnDigest)
+	}
+	if in := bytes.TrimSpace(body.Input); err == nil && (len(in) == 0 || in[0] != '{') {
+		err = invalid("input is required: a JSON object with one field per property of the pending turn's schema (see GET /api/approvals)")
+	}
+	if err != nil {
+		s.refuse(w, r, s.at.api, id, err)
+		return
+	}
+	s.decide(w, r, s.at.api, id, s.answering(runtime.InputRequest{RunID: id, Digest: body.TurnDigest,
+		Input: body.Input, Actor: actor}))
+}
+
+// answerRun writes {"run": …} and the extra fields with a status; a run
+// the caller may not see is 404.
+func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, id int64, actor runtime.Actor, status int, extra map[string]any) {
+	run, cfg, err := s.engine.Visible(r.Context(), id, actor)
+	if err != nil {
+		s.refuse(w, r, s.at.api, id, err)
+		return
+	}
+	body := map[string]any{"run": toRunJSON(run, cfg.Identifier)}
 	for k, v := range extra {
-		e[k] = v
+		body[k] = v
 	}
-	s.writeJSON(w, status, map[string]any{"error": e})
-}
-
-// decodeJSON reads a JSON body strictly: at most maxAPIBytes, valid UTF-8,
-// no unknown fields, no trailing data. Its errors are refusals a person can
-// act on.
-func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAPIBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errTooLarge
-		}
-		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body could not be read"}
+	if status == http.StatusCreated {
+		w.Header().Set("Location", fmt.Sprintf("/api/runs/%d", id))
 	}
-	if !utf8.Valid(body) {
-		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body is not valid UTF-8"}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body is not the JSON this route takes: " + jsonProblem(err)}
-	}
-	// More would miss a stray ] or }: only the end of the body may follow.
-	if _, err := dec.Token(); err != io.EOF {
-		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body has data after its JSON object"}
-	}
-	// encoding/json keeps the last of two equal keys and matches field
-	// names without regard to case: read again, strictly, so that what
-	// was decoded is the only reading the body has.
-	tree, err := runtime.DecodeStrict(body)
-	if err != nil {
-		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body is not the JSON this route takes: " + err.Error()}
-	}
-	if field := inexactField(tree, reflect.TypeOf(dst)); field != "" {
-		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body is not the JSON this route takes: " +
-			jsonProblem(fmt.Errorf("json: unknown field %q", field))}
-	}
-	return nil
-}
-
-// inexactField returns a key of v that names a field of t only when case
-// is ignored, or "" when every key of every object decoded into a struct
-// is its field's exact name. v is what DecodeStrict read.
-func inexactField(v any, t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return ""
-		}
-		fields := map[string]reflect.Type{}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "" {
-				name = f.Name
-			}
-			fields[name] = f.Type
-		}
-		for k, e := range m {
-			ft, ok := fields[k]
-			if !ok {
-				return k
-			}
-			if bad := inexactField(e, ft); bad != "" {
-				return bad
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		a, _ := v.([]any)
-		for _, e := range a {
-			if bad := inexactField(e, t.Elem()); bad != "" {
-				return bad
-			}
-		}
-	}
-	return ""
-}
-
-// errTooLarge is a body over the limit; callers answer 413.
-var errTooLarge = errors.New("body too large")
-
-// jsonProblem says what is wrong with a JSON body in words.
-func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Sprintf("malformed JSON at byte %d", syntax.Offset)
-	case errors.As(err, &typ) && typ.Field == "":
-		return fmt.Sprintf("the body must be a JSON object, not %s", typ.Value)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("field %q must be %s, not %s", typ.Field, jsonType(typ.Type.Kind()), typ.Value)
-	case errors.Is(err, io.EOF):
-		return "the body is empty; send a JSON object"
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "the JSON ends too early"
-	}
-	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return fmt.Sprintf("unknown field %s; this route takes only the fields its documentation names (GET /api/openapi.json)", field)
-	}
-	return err.Error()
-}
-
-// jsonType names a Go kind as JSON calls it.
-func jsonType(k reflect.Kind) string {
-	switch k {
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.String:
-		return "a string"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	default:
-		return "an object"
-	}
+	s.writeJSON(w, status, body)
 }
 
 // runJSON is a run as the API shows it.

@@ -140,7 +140,7 @@ func TestAPIRefusals(t *testing.T) {
 	got := a.bearer(t, "owner", "run:decide").call(t, a, http.MethodPost, runPathAPI(process.RunID, "/decisions"),
 		`{"turn_digest":"`+process.Digest+`","decision":"deny","reason":"no"}`, nil)
 	body := got.wantKeys(t, http.StatusOK, "steps", "outcome")
-	if out := body["outcome"].(map[string]any); out["event"] == nil {
+	if out := body["outcome"].(map[string]any); out["type"] == nil {
 		t.Errorf("outcome = %v", out)
 	}
 	// The same turn again: it was decided.

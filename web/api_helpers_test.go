@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnstile-dev/turnstile/store"
+	"github.com/turnstile-dev/turnstile/runtime"
 )
 
 // caller sends JSON API requests one way of authenticating: a bearer token,
@@ -84,7 +84,7 @@ func (a *testApp) session(t testing.TB, user string) caller {
 // otherScopes are every scope but one.
 func otherScopes(scope string) []string {
 	var out []string
-	for _, s := range store.AllScopes() {
+	for _, s := range runtime.AllScopes() {
 		if s != scope {
 			out = append(out, s)
 		}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 )
 
 // apiCase is one request a route is tried with: its path, its body, and
@@ -48,7 +47,7 @@ func TestAPIAuthentication(t *testing.T) {
 			func(t *testing.T) apiCase {
 				a.orders++
 				order := fmt.Sprintf("API-%d", a.orders)
-				if err := a.st.CreateDemoOrder(ctx, builtin.Order{ID: order, Customer: "C", AmountCents: 100}); err != nil {
+				if err := a.st.CreateDemoOrder(ctx, runtime.Order{ID: order, Customer: "C", AmountCents: 100}); err != nil {
 					t.Fatal(err)
 				}
 				return apiCase{path: "/api/runs", body: jsonBody(t, map[string]any{"configuration": "refund", "prompt": "Refund " + order})}
@@ -266,7 +265,7 @@ func TestAPIStartRun(t *testing.T) {
 	if loc := got.header.Get("Location"); loc != runPathAPI(id, "") {
 		t.Errorf("Location = %q, want %q", loc, runPathAPI(id, ""))
 	}
-	if out := body["outcome"].(map[string]any); out["event"] != "awaiting_approval" || out["turn_digest"] != stored.TurnDigest {
+	if out := body["outcome"].(map[string]any); out["type"] != "awaiting_approval" || out["turn_digest"] != stored.TurnDigest {
 		t.Errorf("outcome = %v, want awaiting_approval with the digest", out)
 	}
 	if steps := body["steps"].([]any); len(steps) < 2 {
@@ -385,7 +384,7 @@ func wantStreamShape(t *testing.T, lines []map[string]any, terminal string, cont
 	}
 	steps, terminals := 0, 0
 	for i, l := range lines {
-		switch l["event"] {
+		switch l["type"] {
 		case "step":
 			steps++
 			step, _ := l["step"].(map[string]any)
@@ -402,7 +401,7 @@ func wantStreamShape(t *testing.T, lines []map[string]any, terminal string, cont
 			if i != len(lines)-1 {
 				t.Errorf("terminal line %v is line %d of %d, want the last", l, i+1, len(lines))
 			}
-			if l["event"] != terminal {
+			if l["type"] != terminal {
 				t.Errorf("terminal line = %v, want %s", l, terminal)
 			}
 		}
@@ -441,7 +440,7 @@ func TestAPIDecisionStreams(t *testing.T) {
 	body := a.bearer(t, "owner", "run:decide").call(t, a, http.MethodPost, runPathAPI(input.RunID, "/input"),
 		jsonBody(t, map[string]any{"turn_digest": input.Digest, "input": map[string]any{"amount": 250}}), nil).
 		wantKeys(t, http.StatusOK, "steps", "outcome")
-	if out := body["outcome"].(map[string]any); out["event"] != "done" || out["answer"] != "thanks" {
+	if out := body["outcome"].(map[string]any); out["type"] != "done" || out["answer"] != "thanks" {
 		t.Errorf("outcome = %v, want done with the answer", out)
 	}
 	if got := a.run(t, input.RunID).Status; got != runtime.StatusCompleted {
@@ -481,7 +480,7 @@ func TestAPIDecisionHidesContentFromApprovers(t *testing.T) {
 					t.Errorf("step content %v shown to an approver", c)
 				}
 			}
-			if out := body["outcome"].(map[string]any); out["event"] != "done" {
+			if out := body["outcome"].(map[string]any); out["type"] != "done" {
 				t.Errorf("outcome = %v, want done", out)
 			}
 		})

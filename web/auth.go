@@ -13,7 +13,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/store"
 	"github.com/turnstile-dev/turnstile/templates"
 )
 
@@ -29,11 +28,25 @@ const maxFormBytes = 64 << 10
 
 type ctxKey int
 
-const userKey ctxKey = 0
+const (
+	userKey ctxKey = iota
+	actorKey
+)
+
+// actorOf is who makes a request: the API's caller, or the signed-in user.
+func actorOf(r *http.Request) runtime.Actor {
+	if a, ok := r.Context().Value(actorKey).(runtime.Actor); ok {
+		return a
+	}
+	if u := currentUser(r); u != nil {
+		return u.Actor()
+	}
+	return runtime.Actor{}
+}
 
 // currentUser is the signed-in user of a request that passed signedIn.
-func currentUser(r *http.Request) *store.User {
-	u, _ := r.Context().Value(userKey).(*store.User)
+func currentUser(r *http.Request) *runtime.User {
+	u, _ := r.Context().Value(userKey).(*runtime.User)
 	return u
 }
 
@@ -47,14 +60,14 @@ func (s *Server) signedIn(h httprouter.Handle) httprouter.Handle {
 			return
 		}
 		u, err := s.users.User(r.Context(), id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, runtime.ErrNotFound) {
 			// The user was deleted while signed in.
 			s.sessions.Remove(r.Context(), sessionUser)
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
 		if err != nil {
-			s.fail(w, r, err)
+			s.refuse(w, r, s.at.page, 0, err)
 			return
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), userKey, u)), ps)

@@ -28,44 +28,6 @@ const (
 	pollGiveUp = 30 * time.Second
 )
 
-// attachedLine is the event stream's first line. FirstSeq is the seq of the
-// first event the stream sends (after_seq+1 when there is none yet); a client
-// that sees FirstSeq > after_seq+1 knows it missed events.
-type attachedLine struct {
-	Type      string         `json:"type"`
-	FirstSeq  int            `json:"first_seq"`
-	LatestSeq int            `json:"latest_seq"`
-	Status    runtime.Status `json:"status"`
-	Live      bool           `json:"live"`
-}
-
-// eventLine is one stored event, with its privacy-filtered payload.
-type eventLine struct {
-	Type       string            `json:"type"`
-	Seq        int               `json:"seq"`
-	Kind       runtime.EventKind `json:"kind"`
-	Round      int               `json:"round"`
-	DurationMS int64             `json:"duration_ms"`
-	CreatedAt  string            `json:"created_at"`
-	Payload    json.RawMessage   `json:"payload"`
-}
-
-type endLine struct {
-	Type   string         `json:"type"`
-	Status runtime.Status `json:"status"`
-}
-
-type typeLine struct {
-	Type string `json:"type"`
-}
-
-type errorLine struct {
-	Type     string `json:"type"`
-	Code     string `json:"code"`
-	Message  string `json:"message"`
-	AfterSeq int    `json:"after_seq"`
-}
-
 func toEventLine(e runtime.Event) eventLine {
 	payload := e.Payload
 	if len(payload) == 0 {
@@ -135,12 +97,12 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, ps httprouter
 	ctx := r.Context()
 	id, ok := runID(ps)
 	if !ok {
-		s.apiError(w, r, http.StatusNotFound, string(runtime.CodeNotFound), "no such run", nil)
+		s.refuse(w, r, s.at.api, 0, unknownRun(ps))
 		return
 	}
 	q, err := parseEventsQuery(r)
 	if err != nil {
-		s.apiFail(w, r, err)
+		s.refuse(w, r, s.at.api, id, err)
 		return
 	}
 	// The status is read before the events: a run that pauses or settles
@@ -148,17 +110,17 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, ps httprouter
 	// event up to the status the lines report.
 	run, _, err := s.engine.Visible(ctx, id, actor)
 	if err != nil {
-		s.apiFail(w, r, err)
+		s.refuse(w, r, s.at.api, id, err)
 		return
 	}
 	backlog, err := s.events.Events(ctx, id, q.afterSeq)
 	if err != nil {
-		s.apiFail(w, r, err)
+		s.refuse(w, r, s.at.api, id, err)
 		return
 	}
 	latest, err := s.latestSeq(ctx, id, backlog)
 	if err != nil {
-		s.apiFail(w, r, err)
+		s.refuse(w, r, s.at.api, id, err)
 		return
 	}
 	first := q.afterSeq + 1

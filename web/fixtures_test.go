@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 )
 
 // More configurations for the route and refusal tests: one to switch off,
@@ -112,7 +111,7 @@ func (a *testApp) start(t testing.TB, cfg, owner string, origin runtime.Origin) 
 	a.orders++
 	order := fmt.Sprintf("X-%d", a.orders)
 	ctx := context.Background()
-	if err := a.st.CreateDemoOrder(ctx, builtin.Order{ID: order, Customer: "MARKER-CUSTOMER", AmountCents: 4200}); err != nil {
+	if err := a.st.CreateDemoOrder(ctx, runtime.Order{ID: order, Customer: "MARKER-CUSTOMER", AmountCents: 4200}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := a.eng.Start(ctx, runtime.StartRequest{Configuration: cfg, Prompt: "Refund " + order,

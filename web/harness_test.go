@@ -99,7 +99,7 @@ type testApp struct {
 	eng *runtime.Engine
 	// Users by role: admin, approver (approve grant), owner (owns the
 	// runs), other (no grant, owns nothing). Every password is "password".
-	users  map[string]*store.User
+	users  map[string]*runtime.User
 	orders int
 }
 
@@ -130,8 +130,8 @@ func newApp(t testing.TB, keepalive time.Duration, options ...func(*web.Deps)) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &testApp{db: db, st: st, eng: eng, users: map[string]*store.User{}}
-	for name, u := range map[string]store.User{
+	a := &testApp{db: db, st: st, eng: eng, users: map[string]*runtime.User{}}
+	for name, u := range map[string]runtime.User{
 		"admin":    {Role: runtime.RoleAdmin},
 		"approver": {Role: runtime.RoleUser, Grants: []string{runtime.GrantApprove}},
 		"owner":    {Role: runtime.RoleUser},
@@ -165,7 +165,7 @@ func (a *testApp) waiting(t testing.TB, cfg string) (runtime.Outcome, string) {
 	order := "W-" + strings.Repeat("0", 3) + string(rune('0'+a.orders%10)) + time.Now().Format("150405.000000")
 	order = regexp.MustCompile(`[^A-Z0-9-]`).ReplaceAllString(order, "")
 	ctx := context.Background()
-	if err := a.st.CreateDemoOrder(ctx, builtin.Order{ID: order, Customer: "MARKER-CUSTOMER", AmountCents: 4200}); err != nil {
+	if err := a.st.CreateDemoOrder(ctx, runtime.Order{ID: order, Customer: "MARKER-CUSTOMER", AmountCents: 4200}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := a.eng.Start(ctx, runtime.StartRequest{Configuration: cfg, Prompt: "Refund " + order, Owner: a.users["owner"].Actor()})

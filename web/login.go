@@ -265,7 +265,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	}
 	u, err := s.users.UserByName(r.Context(), name)
 	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
-		s.fail(w, r, err)
+		s.refuse(w, r, s.at.page, 0, err)
 		return
 	}
 	hash := ""
@@ -298,7 +298,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	// The session starts here: a new token, so a token planted before
 	// cannot ride along, and a new CSRF token with it.
 	if err := s.sessions.RenewToken(r.Context()); err != nil {
-		s.fail(w, r, err)
+		s.refuse(w, r, s.at.page, 0, err)
 		return
 	}
 	s.sessions.Remove(r.Context(), sessionCSRF)
@@ -309,7 +309,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if err := s.sessions.Destroy(r.Context()); err != nil {
-		s.fail(w, r, err)
+		s.refuse(w, r, s.at.page, 0, err)
 		return
 	}
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

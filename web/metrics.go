@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,32 +14,6 @@ import (
 
 	"github.com/turnstile-dev/turnstile/runtime"
 )
-
-// Surfaces a refusal is counted on.
-const (
-	surfaceInbox      = "inbox"
-	surfaceAPI        = "api"
-	surfacePlayground = "playground"
-)
-
-// codeBusy counts the 503s of a server whose continuation slots are all
-// taken with no worker alive to take the decision instead.
-const codeBusy = "busy"
-
-// Types of stream line, as turnstile_stream_lines_total counts them.
-const (
-	lineProgress  = "progress"  // inbox: a step count
-	lineSettled   = "settled"   // inbox: the last line
-	lineStep      = "step"      // playground and API: one step
-	lineTerminal  = "terminal"  // playground and API: the last line
-	lineAttached  = "attached"  // event stream: the first line
-	lineEvent     = "event"     // event stream: one stored event
-	lineEnd       = "end"       // event stream: the last line
-	lineError     = "error"     // event stream: the store stayed unreadable
-	lineKeepalive = "keepalive" // every stream
-)
-
-var lineTypes = []string{lineProgress, lineSettled, lineStep, lineTerminal, lineAttached, lineEvent, lineEnd, lineError, lineKeepalive}
 
 var stepKinds = []runtime.EventKind{runtime.KindLLM, runtime.KindTool, runtime.KindSuspend, runtime.KindApproval,
 	runtime.KindInput, runtime.KindCancel, runtime.KindSettle, runtime.KindUnavailable}
@@ -197,20 +170,11 @@ func (m *Metrics) Recovered() {
 	}
 }
 
-// refused counts a refusal on a surface.
+// refused counts a refusal on a surface (none when surface is "").
 func (m *Metrics) refused(surface, code string) {
-	if m != nil {
+	if m != nil && surface != "" {
 		m.refusals.WithLabelValues(surface, code).Inc()
 	}
-}
-
-// apiSurface tells the playground's refusals from the API's: both answer
-// through apiFail.
-func apiSurface(r *http.Request) string {
-	if strings.HasPrefix(r.URL.Path, "/playground") {
-		return surfacePlayground
-	}
-	return surfaceAPI
 }
 
 // line counts one stream line written.
@@ -244,7 +208,7 @@ func (m *Metrics) WatchDB(db *sql.DB) error {
 
 // watchSlots adds the in-request continuation slots of a server: how many
 // are taken, and how many there are.
-func (m *Metrics) watchSlots(p *paths) {
+func (m *Metrics) watchSlots(p *admission) {
 	if m == nil {
 		return
 	}

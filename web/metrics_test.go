@@ -313,11 +313,11 @@ func TestMetricsCountPlaygroundStreamLines(t *testing.T) {
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var l struct{ Event string }
+		var l struct{ Type string }
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
-		switch l.Event {
+		switch l.Type {
 		case "step":
 			steps++
 		case "keepalive":

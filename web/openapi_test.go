@@ -20,6 +20,7 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 
+	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/web"
 )
 
@@ -28,19 +29,19 @@ import (
 // router's source, the router itself and the OpenAPI document, both ways.
 var apiRoutes = []struct{ method, path, scope string }{
 	{http.MethodGet, "/api/openapi.json", ""},
-	{http.MethodGet, "/api/approvals", web.ScopeRunRead},
-	{http.MethodPost, "/api/runs", web.ScopeRunStart},
-	{http.MethodGet, "/api/runs/:id", web.ScopeRunRead},
-	{http.MethodDelete, "/api/runs/:id", web.ScopeRunCancel},
-	{http.MethodGet, "/api/runs/:id/events", web.ScopeRunRead},
-	{http.MethodPost, "/api/runs/:id/decisions", web.ScopeRunDecide},
-	{http.MethodPost, "/api/runs/:id/input", web.ScopeRunDecide},
+	{http.MethodGet, "/api/approvals", runtime.ScopeRunRead},
+	{http.MethodPost, "/api/runs", runtime.ScopeRunStart},
+	{http.MethodGet, "/api/runs/:id", runtime.ScopeRunRead},
+	{http.MethodDelete, "/api/runs/:id", runtime.ScopeRunCancel},
+	{http.MethodGet, "/api/runs/:id/events", runtime.ScopeRunRead},
+	{http.MethodPost, "/api/runs/:id/decisions", runtime.ScopeRunDecide},
+	{http.MethodPost, "/api/runs/:id/input", runtime.ScopeRunDecide},
 }
 
 // scopeConstants maps the names the router uses to scopes.
 var scopeConstants = map[string]string{
-	"ScopeRunStart": web.ScopeRunStart, "ScopeRunRead": web.ScopeRunRead,
-	"ScopeRunDecide": web.ScopeRunDecide, "ScopeRunCancel": web.ScopeRunCancel,
+	"ScopeRunStart": runtime.ScopeRunStart, "ScopeRunRead": runtime.ScopeRunRead,
+	"ScopeRunDecide": runtime.ScopeRunDecide, "ScopeRunCancel": runtime.ScopeRunCancel,
 }
 
 // routeKey names a route as "METHOD /path/{param}".
@@ -49,7 +50,7 @@ func routeKey(method, path string) string {
 }
 
 // sourceRoutes finds every /api route the package registers: calls like
-// r.GET("/api/…", s.api(ScopeRunRead, …)) in its non-test files.
+// r.GET("/api/…", s.api(runtime.ScopeRunRead, …)) in its non-test files.
 func sourceRoutes(t *testing.T) map[string]string {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
@@ -100,10 +101,10 @@ func sourceRoutes(t *testing.T) map[string]string {
 			scope := ""
 			if h, ok := args[1].(*ast.CallExpr); ok && len(h.Args) == 2 {
 				if fn, ok := h.Fun.(*ast.SelectorExpr); ok && fn.Sel.Name == "api" {
-					if id, ok := h.Args[0].(*ast.Ident); ok {
-						scope = scopeConstants[id.Name]
+					if sc, ok := h.Args[0].(*ast.SelectorExpr); ok {
+						scope = scopeConstants[sc.Sel.Name]
 						if scope == "" {
-							t.Errorf("%s: route %s %s takes scope %s, which this test does not know", fset.Position(lit.Pos()), method, path, id.Name)
+							t.Errorf("%s: route %s %s takes scope %s, which this test does not know", fset.Position(lit.Pos()), method, path, sc.Sel.Name)
 						}
 					}
 				}

@@ -1,13 +1,11 @@
 package web
 
 import (
-	"context"
 	"fmt"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -20,26 +18,45 @@ import (
 // Each POST answers in one of three ways, chosen in this order:
 //
 //   - stream=1 (a form value, in the body or the query): the playground
-//     stream of SPEC §5, step lines, keepalives and one terminal line;
-//     playground.js always asks for it.
+//     stream, step lines, keepalives and one outcome line; playground.js
+//     always asks for it.
 //   - an Accept header that ranks text/html above application/json (a
 //     browser's native form post, without JavaScript): the playground page
-//     again, with the run's steps, its outcome and the form that resumes it.
-//   - anything else, a missing Accept included: the one JSON document of
-//     SPEC §5, {"steps":[…],"outcome":{…}}.
+//     again, with the run's steps, its outcome and the form that resumes it;
+//     a refusal is a 303 back to the playground with a flash, or the page
+//     again with the input form's errors (422).
+//   - anything else, a missing Accept included: one JSON document,
+//     {"steps":[…],"outcome":{…}}; a refusal is a JSON error.
 //
-// Refusals are the JSON error bodies and statuses of the SPEC §4 table
-// whatever the client asked for: nothing ran, so there is nothing to
-// render but the refusal. Every continuation runs inside the request, the
-// playground exists to watch it, so --decision-path does not apply here;
-// it goes on to its end if the client leaves, and it holds one of the
-// --max-continuations slots like any in-request continuation: with none
-// free the answer is 503 with Retry-After, before anything is claimed.
+// Every continuation runs inside the request, the playground exists to
+// watch it, so --decision-path does not apply here; it goes on to its end
+// if the client leaves, and it holds one of the --max-continuations slots
+// like any in-request continuation: with none free the answer is 503 with
+// Retry-After, before anything is claimed.
+
+// playgroundSurface answers the playground's decisions.
+func (s *Server) playgroundSurface() *surface {
+	return &surface{name: "playground",
+		html:    playgroundWantsPage,
+		back:    func(int64) string { return "/playground" },
+		invalid: s.playgroundRefusedInput,
+		want:    func(*http.Request) want { return wantRequest },
+		run: func(w http.ResponseWriter, r *http.Request, c *runtime.Continuation) {
+			s.playgroundRun(w, r, c, "")
+		},
+	}
+}
+
+// playgroundWantsPage reports whether a playground request is answered
+// with the page (a native form post) rather than JSON.
+func playgroundWantsPage(r *http.Request) bool {
+	return r.Form.Get("stream") != "1" && prefersHTML(r)
+}
 
 func (s *Server) playground(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	page, err := s.playgroundPage(r, "", "")
 	if err != nil {
-		s.fail(w, r, err)
+		s.refuse(w, r, s.at.page, 0, err)
 		return
 	}
 	s.render(w, r, http.StatusOK, templates.Playground(page))
@@ -64,8 +81,10 @@ func (s *Server) playgroundPage(r *http.Request, selected, prompt string) (templ
 
 // playgroundStart starts an interactive run owned by the admin.
 func (s *Server) playgroundStart(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	release, ok := s.playgroundSlot(w, r)
-	if !ok {
+	sf := s.at.playground
+	_, release, err := s.admission.choose(r.Context(), wantRequest)
+	if err != nil {
+		s.refuse(w, r, sf, 0, err)
 		return
 	}
 	defer release()
@@ -73,10 +92,10 @@ func (s *Server) playgroundStart(w http.ResponseWriter, r *http.Request, _ httpr
 	c, err := s.engine.Start(r.Context(), runtime.StartRequest{Configuration: r.PostForm.Get("configuration"),
 		Prompt: prompt, Owner: currentUser(r).Actor(), Origin: runtime.OriginInteractive})
 	if err != nil {
-		s.apiFail(w, r, err)
+		s.refuse(w, r, sf, 0, err)
 		return
 	}
-	s.playgroundContinue(w, r, c, prompt)
+	s.playgroundRun(w, r, c, prompt)
 }
 
 // playgroundResume approves or denies the pending turn of a run. The
@@ -84,22 +103,12 @@ func (s *Server) playgroundStart(w http.ResponseWriter, r *http.Request, _ httpr
 func (s *Server) playgroundResume(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := runID(ps)
 	if !ok {
-		s.apiFail(w, r, noRun(ps))
+		s.refuse(w, r, s.at.playground, 0, unknownRun(ps))
 		return
 	}
-	release, ok := s.playgroundSlot(w, r)
-	if !ok {
-		return
-	}
-	defer release()
-	c, err := s.engine.Decide(r.Context(), runtime.DecideRequest{RunID: id, Digest: r.PostForm.Get("turn_digest"),
-		Decision: r.PostForm.Get("decision"), Scope: r.PostForm.Get("scope"), Reason: r.PostForm.Get("reason"),
-		Actor: currentUser(r).Actor(), Path: runtime.PathRequest})
-	if err != nil {
-		s.apiFail(w, r, err)
-		return
-	}
-	s.playgroundContinue(w, r, c, "")
+	f := r.PostForm
+	s.decide(w, r, s.at.playground, id, s.approval(runtime.DecideRequest{RunID: id, Digest: f.Get("turn_digest"),
+		Decision: f.Get("decision"), Scope: f.Get("scope"), Reason: f.Get("reason"), Actor: currentUser(r).Actor()}))
 }
 
 // playgroundInput answers the input turn of a run with the form's fields,
@@ -107,106 +116,98 @@ func (s *Server) playgroundResume(w http.ResponseWriter, r *http.Request, ps htt
 func (s *Server) playgroundInput(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := runID(ps)
 	if !ok {
-		s.apiFail(w, r, noRun(ps))
+		s.refuse(w, r, s.at.playground, 0, unknownRun(ps))
 		return
 	}
-	release, ok := s.playgroundSlot(w, r)
-	if !ok {
-		return
-	}
-	defer release()
-	actor := currentUser(r).Actor()
-	answer, fieldErrs, err := s.answer(r.Context(), id, r.PostForm)
-	if err != nil {
-		s.apiFail(w, r, err)
-		return
-	}
-	c, err := s.engine.SubmitInput(r.Context(), runtime.InputRequest{RunID: id, Digest: r.PostForm.Get("turn_digest"),
-		Input: answer, FormErrors: fieldErrs, Actor: actor, Path: runtime.PathRequest})
-	if err != nil {
-		s.apiFail(w, r, err)
-		return
-	}
-	s.playgroundContinue(w, r, c, "")
+	s.decide(w, r, s.at.playground, id, s.formAnswer(runtime.InputRequest{RunID: id,
+		Digest: r.PostForm.Get("turn_digest"), Actor: currentUser(r).Actor()}, r.PostForm))
 }
 
-// playgroundSlot takes one of the in-request continuation slots, or
-// answers 503 when every one is taken.
-func (s *Server) playgroundSlot(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
-	release, ok = s.paths.acquire()
-	if !ok {
-		s.metrics.refused(surfacePlayground, codeBusy)
-		w.Header().Set("Retry-After", "5")
-		s.apiError(w, r, http.StatusServiceUnavailable, "busy", "the server runs as many continuations as it may; try again shortly", nil)
-	}
-	return release, ok
-}
-
-func noRun(ps httprouter.Params) error {
-	return &runtime.Refusal{Code: runtime.CodeNotFound, Message: fmt.Sprintf("no run %q", ps.ByName("id"))}
-}
-
-// playgroundContinue answers a claimed continuation as the request asked:
-// see the top of this file.
-func (s *Server) playgroundContinue(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, prompt string) {
+// playgroundRun answers a claimed continuation as the request asked: see
+// the top of this file. Admins read every run in full.
+func (s *Server) playgroundRun(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, prompt string) {
 	switch {
 	case r.Form.Get("stream") == "1":
-		s.runContinuation(w, r, c, true, true, http.StatusOK)
-	case prefersHTML(r):
+		s.streamSteps(w, r, c, true)
+	case playgroundWantsPage(r):
 		s.playgroundResult(w, r, c, prompt)
 	default:
-		s.runContinuation(w, r, c, false, true, http.StatusOK)
+		steps, out := collectSteps(w, r, c, true)
+		s.writeJSON(w, http.StatusOK, map[string]any{"steps": steps, "outcome": outcomeLine(out, true)})
 	}
 }
 
 // playgroundResult runs a continuation to its end and renders the
 // playground with what it did: the no-JavaScript answer.
 func (s *Server) playgroundResult(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, prompt string) {
-	ctx := context.WithoutCancel(r.Context())
-	// The page comes only when the run pauses or settles, which may take
-	// longer than the server's write timeout allows.
-	http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	// The observer runs on the continuation's goroutine, and Run returns
 	// after the last step: steps needs no lock.
 	var steps []templates.PlaygroundStep
-	out := c.Run(ctx, runtime.ObserverFunc(func(st runtime.Step) {
+	out := runToEnd(w, r, c, runtime.ObserverFunc(func(st runtime.Step) {
 		steps = append(steps, templates.PlaygroundStep{Seq: st.Seq, Kind: string(st.Kind), Round: st.Round,
 			Duration: fmt.Sprintf("%d ms", st.DurationMS), Content: indent(st.Full)})
 	}))
-	_, cfg, err := s.engine.Visible(ctx, out.RunID, currentUser(r).Actor())
+	s.renderResult(w, r, http.StatusOK, out.RunID, prompt, steps, playgroundOutcome(out))
+}
+
+// playgroundRefusedInput shows the playground again with the run's input
+// form, the admin's values and a message per field: a refused answer.
+func (s *Server) playgroundRefusedInput(w http.ResponseWriter, r *http.Request, id int64, ref *runtime.Refusal) {
+	turn, err := s.engine.Turn(r.Context(), id)
+	if err != nil || turn == nil || len(turn.Calls) == 0 {
+		s.refuse(w, r, s.at.page, id, err)
+		return
+	}
+	o := pausedOutcome(outcomeAwaitingInput, r.PostForm.Get("turn_digest"), turn)
+	o.Fields = inputFields(turn.Schema, r.PostForm, ref.Fields)
+	o.Message = "Some fields need another look."
+	s.renderResult(w, r, http.StatusUnprocessableEntity, id, "", nil, o)
+}
+
+// renderResult renders the playground with a run's steps and outcome.
+func (s *Server) renderResult(w http.ResponseWriter, r *http.Request, status int, id int64, prompt string,
+	steps []templates.PlaygroundStep, o templates.PlaygroundOutcome) {
+	_, cfg, err := s.engine.Visible(r.Context(), id, currentUser(r).Actor())
 	if err != nil {
-		s.fail(w, r, err)
+		s.refuse(w, r, s.at.page, id, err)
 		return
 	}
 	page, err := s.playgroundPage(r, cfg.Identifier, prompt)
 	if err != nil {
-		s.fail(w, r, err)
+		s.refuse(w, r, s.at.page, id, err)
 		return
 	}
-	page.Result = &templates.PlaygroundResult{RunID: out.RunID, Configuration: cfg.Name,
-		FourEyes: cfg.RequireSecondApprover, Steps: steps, Outcome: playgroundOutcome(out)}
-	s.render(w, r, http.StatusOK, templates.Playground(page))
+	page.Result = &templates.PlaygroundResult{RunID: id, Configuration: cfg.Name,
+		FourEyes: cfg.RequireSecondApprover, Steps: steps, Outcome: o}
+	s.render(w, r, status, templates.Playground(page))
 }
 
-// playgroundOutcome shapes an outcome for the page. The event, code and
-// message come from terminalLine, so the page and the stream always agree
+// playgroundOutcome shapes an outcome for the page. Its kind, code and
+// message come from outcomeKind, so the page and the stream always agree
 // on how a run ended.
 func playgroundOutcome(out runtime.Outcome) templates.PlaygroundOutcome {
-	line := terminalLine(out)
-	o := templates.PlaygroundOutcome{Answer: out.Answer, Iterations: out.Iterations,
-		InputTokens: out.Usage.InputTokens, OutputTokens: out.Usage.OutputTokens}
-	o.Event, _ = line["event"].(string)
-	o.Code, _ = line["code"].(string)
-	o.Message, _ = line["message"].(string)
-	if (o.Event == "awaiting_approval" || o.Event == "awaiting_input") && out.Pending != nil {
-		o.Digest, o.Note = out.Digest, out.Pending.Note
-		for _, c := range out.Pending.Calls {
-			o.Calls = append(o.Calls, templates.Call{ID: c.ID, Name: c.Name, Arguments: indent(c.Arguments)})
-		}
-		if o.Event == "awaiting_input" {
-			o.Tool = out.Pending.Calls[0].Name
+	kind, code, message := outcomeKind(out)
+	o := templates.PlaygroundOutcome{Event: kind, Code: code, Message: message}
+	if (kind == outcomeAwaitingApproval || kind == outcomeAwaitingInput) && out.Pending != nil {
+		o = pausedOutcome(kind, out.Digest, out.Pending)
+		if kind == outcomeAwaitingInput {
 			o.Fields = inputFields(out.Pending.Schema, nil, nil)
 		}
+	}
+	o.Answer, o.Iterations = out.Answer, out.Iterations
+	o.InputTokens, o.OutputTokens = out.Usage.InputTokens, out.Usage.OutputTokens
+	return o
+}
+
+// pausedOutcome is a pause as the page shows it: the turn's calls and, for
+// an input, the tool that asks.
+func pausedOutcome(kind, digest string, turn *runtime.PendingTurn) templates.PlaygroundOutcome {
+	o := templates.PlaygroundOutcome{Event: kind, Digest: digest, Note: turn.Note}
+	for _, c := range turn.Calls {
+		o.Calls = append(o.Calls, templates.Call{ID: c.ID, Name: c.Name, Arguments: indent(c.Arguments)})
+	}
+	if kind == outcomeAwaitingInput {
+		o.Tool = turn.Calls[0].Name
 	}
 	return o
 }

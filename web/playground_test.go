@@ -22,7 +22,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 	"github.com/turnstile-dev/turnstile/web"
 )
 
@@ -35,7 +34,7 @@ func pgPrompt(t *testing.T, a *testApp) (prompt, order string) {
 	t.Helper()
 	a.orders++
 	order = fmt.Sprintf("PG-%d", a.orders)
-	if err := a.st.CreateDemoOrder(context.Background(), builtin.Order{ID: order, Customer: "MARKER-CUSTOMER", AmountCents: 4200}); err != nil {
+	if err := a.st.CreateDemoOrder(context.Background(), runtime.Order{ID: order, Customer: "MARKER-CUSTOMER", AmountCents: 4200}); err != nil {
 		t.Fatal(err)
 	}
 	return "Refund " + order, order
@@ -89,7 +88,7 @@ func pgTerminal(t *testing.T, lines []map[string]any, raw []string) (terminal ma
 	terminals := 0
 	lastSeq := 0.0
 	for i, l := range lines {
-		switch l["event"] {
+		switch l["type"] {
 		case "step":
 			step, ok := l["step"].(map[string]any)
 			if !ok {
@@ -229,7 +228,7 @@ func TestPlaygroundStreamShowsEverything(t *testing.T) {
 			t.Errorf("no step carries %s: the playground must show full content\n%s", marker, all)
 		}
 	}
-	if term["event"] != "awaiting_approval" {
+	if term["type"] != "awaiting_approval" {
 		t.Fatalf("terminal line = %v, want awaiting_approval", term)
 	}
 	id := runIDOf(t, term)
@@ -264,7 +263,7 @@ func TestPlaygroundStreamShowsEverything(t *testing.T) {
 		t.Errorf("the continuation's first seq is %v, want %v", first, lastSeq+1)
 	}
 	answer, _ := term["answer"].(string)
-	if term["event"] != "done" || !strings.Contains(answer, "MARKER-ANSWER") {
+	if term["type"] != "done" || !strings.Contains(answer, "MARKER-ANSWER") {
 		t.Fatalf("terminal line = %v, want done with the answer", term)
 	}
 	if _, ok := term["iterations"].(float64); !ok {
@@ -289,7 +288,7 @@ func TestPlaygroundInputStream(t *testing.T) {
 	c := a.signIn(t, "admin")
 	_, lines, raw := pgStream(t, c, "/playground/runs", url.Values{"configuration": {"input"}, "prompt": {"How much?"}})
 	term, _, _ := pgTerminal(t, lines, raw)
-	if term["event"] != "awaiting_input" || term["tool"] != "ask_operator" {
+	if term["type"] != "awaiting_input" || term["tool"] != "ask_operator" {
 		t.Fatalf("terminal line = %v, want awaiting_input on ask_operator", term)
 	}
 	schema, _ := term["schema"].(map[string]any)
@@ -298,7 +297,7 @@ func TestPlaygroundInputStream(t *testing.T) {
 	}
 	id := runIDOf(t, term)
 	_, lines, raw = pgStream(t, c, pgPath(id, "input"), answerForm(term["turn_digest"].(string)))
-	if term, _, _ = pgTerminal(t, lines, raw); term["event"] != "done" || term["answer"] != "thanks" {
+	if term, _, _ = pgTerminal(t, lines, raw); term["type"] != "done" || term["answer"] != "thanks" {
 		t.Errorf("terminal line = %v, want done with thanks", term)
 	}
 }
@@ -313,7 +312,7 @@ func TestPlaygroundDocument(t *testing.T) {
 			prompt, order := pgPrompt(t, a)
 			doc := pgDocument(t, c, "/playground/runs", url.Values{"configuration": {"refund"}, "prompt": {prompt}}, accept)
 			out := doc.Outcome
-			if out["event"] != "awaiting_approval" || out["turn_digest"] == "" {
+			if out["type"] != "awaiting_approval" || out["turn_digest"] == "" {
 				t.Fatalf("outcome = %v, want awaiting_approval with a digest", out)
 			}
 			if len(doc.Steps) == 0 || !strings.Contains(contents(t, doc.Steps), "MARKER-ARG") {
@@ -321,7 +320,7 @@ func TestPlaygroundDocument(t *testing.T) {
 			}
 			id := runIDOf(t, out)
 			doc = pgDocument(t, c, pgPath(id, "resume"), approve(out["turn_digest"].(string)), accept)
-			if doc.Outcome["event"] != "done" || len(doc.Steps) == 0 {
+			if doc.Outcome["type"] != "done" || len(doc.Steps) == 0 {
 				t.Errorf("after the approval: outcome %v with %d steps, want done", doc.Outcome, len(doc.Steps))
 			}
 			if n := a.refunds(t, order); n != 1 {
@@ -440,8 +439,11 @@ func (a *testApp) latestRun(t *testing.T) int64 {
 	return id
 }
 
-// TestPlaygroundRefusals: refusals are JSON error bodies with the statuses
-// of SPEC §4, whatever the client asked for, and write nothing.
+// TestPlaygroundRefusals: refusals write nothing. To a script (stream=1)
+// or a client that does not prefer HTML they are JSON error bodies with
+// the statuses of the refusal table; to a browser's native form post they
+// are pages: a 303 back to the playground with a flash, the playground
+// again with the input form's errors (422), or the 404 page.
 func TestPlaygroundRefusals(t *testing.T) {
 	a := newApp(t, 0)
 	c := a.signIn(t, "admin")
@@ -461,7 +463,7 @@ func TestPlaygroundRefusals(t *testing.T) {
 			setup: func(t *testing.T) (int64, string, url.Values) {
 				o := admin("twice")
 				_, lines, raw := pgStream(t, c, pgPath(o.RunID, "resume"), approve(o.Digest))
-				if term, _, _ := pgTerminal(t, lines, raw); term["event"] != "awaiting_approval" {
+				if term, _, _ := pgTerminal(t, lines, raw); term["type"] != "awaiting_approval" {
 					t.Fatalf("after the first approval: %v", term)
 				}
 				return o.RunID, pgPath(o.RunID, "resume"), approve(o.Digest)
@@ -520,6 +522,10 @@ func TestPlaygroundRefusals(t *testing.T) {
 				before := a.state(t, id)
 				res, body := c.do(c.postRequest(path, form, accept))
 				a.unchanged(t, id, before)
+				if accept == browserAccept && form.Get("stream") != "1" {
+					wantPlaygroundPage(t, c, res, body, tt.wantStatus, tt.wantField)
+					return
+				}
 				var got struct {
 					Error struct {
 						Code       string            `json:"code"`
@@ -567,6 +573,31 @@ func TestPlaygroundRefusals(t *testing.T) {
 	})
 }
 
+// wantPlaygroundPage checks a refusal answered to a native form post: the
+// page a refusal with that JSON status gets.
+func wantPlaygroundPage(t *testing.T, c *client, res *http.Response, body string, jsonStatus int, field string) {
+	t.Helper()
+	switch jsonStatus {
+	case http.StatusNotFound:
+		wantErrorPage(t, res, body, http.StatusNotFound, "Not found")
+	case http.StatusUnprocessableEntity:
+		if res.StatusCode != jsonStatus || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+			t.Fatalf("answer = %d %s, want the playground page with 422:\n%s", res.StatusCode, res.Header.Get("Content-Type"), body)
+		}
+		for _, want := range []string{`data-event="awaiting_input"`, `name="` + field + `"`, "Some fields need another look."} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the 422 page has no %s:\n%s", want, body)
+			}
+		}
+	default:
+		wantRedirect(t, res, "/playground")
+		_, page := c.get("/playground")
+		if m := flashText.FindStringSubmatch(page); m == nil || m[1] == "" {
+			t.Errorf("the playground after the 303 shows no flash:\n%s", page)
+		}
+	}
+}
+
 // TestPlaygroundKeepalives: a silent tool call after the approval is kept
 // alive by keepalive lines, and the stream still ends with one terminal
 // line.
@@ -576,7 +607,7 @@ func TestPlaygroundKeepalives(t *testing.T) {
 	prompt, order := pgPrompt(t, a)
 	_, lines, raw := pgStream(t, c, "/playground/runs", url.Values{"configuration": {"silent"}, "prompt": {prompt}})
 	term, _, _ := pgTerminal(t, lines, raw)
-	if term["event"] != "awaiting_approval" {
+	if term["type"] != "awaiting_approval" {
 		t.Fatalf("terminal line = %v, want awaiting_approval", term)
 	}
 	_, lines, raw = pgStream(t, c, pgPath(runIDOf(t, term), "resume"), approve(term["turn_digest"].(string)))
@@ -585,14 +616,14 @@ func TestPlaygroundKeepalives(t *testing.T) {
 		t.Errorf("%d keepalives over a 2.5 s silent call at 500 ms, want at least 3:\n%s", keepalives, strings.Join(raw, "\n"))
 	}
 	for _, l := range raw {
-		if strings.Contains(l, "keepalive") && l != `{"event":"keepalive"}` {
+		if strings.Contains(l, "keepalive") && l != `{"type":"keepalive"}` {
 			t.Errorf("keepalive line = %s", l)
 		}
 	}
 	if !strings.Contains(contents(t, steps), "MARKER-SILENT") {
 		t.Errorf("the silent call's step does not show its arguments")
 	}
-	if term["event"] != "done" {
+	if term["type"] != "done" {
 		t.Errorf("terminal line = %v, want done", term)
 	}
 	if n := a.refunds(t, order); n != 1 {
@@ -756,7 +787,7 @@ func TestPlaygroundBusy(t *testing.T) {
 	}
 
 	rest, err := io.ReadAll(res.Body)
-	if err != nil || !strings.Contains(string(rest), `"event":"done"`) {
+	if err != nil || !strings.Contains(string(rest), `"type":"done"`) {
 		t.Fatalf("the first continuation ended with %v:\n%s", err, rest)
 	}
 	if res, _, _ := pgStream(t, c, "/playground/runs", url.Values{"configuration": {"input"}, "prompt": {"How much?"}}); res.StatusCode != http.StatusOK {

@@ -1,10 +1,8 @@
 package web
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -12,18 +10,29 @@ import (
 	"github.com/turnstile-dev/turnstile/templates"
 )
 
+// pageSurface answers the other pages: refusals as error pages, or a 303
+// back to the run's page with the refusal's own words (its only refusals
+// with a flash come from a cancel).
+func (s *Server) pageSurface() *surface {
+	return &surface{
+		html:     func(*http.Request) bool { return true },
+		back:     func(id int64) string { return fmt.Sprintf("/runs/%d", id) },
+		ownWords: true,
+	}
+}
+
 // run shows a run's timeline to its owner and admins; to anyone else it
 // does not exist.
 func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := runID(ps)
 	if !ok {
-		s.errorPage(w, r, http.StatusNotFound)
+		s.refuse(w, r, s.at.page, 0, unknownRun(ps))
 		return
 	}
 	u := currentUser(r)
 	d, err := s.engine.Detail(r.Context(), id, u.Actor())
 	if err != nil {
-		s.fail(w, r, err)
+		s.refuse(w, r, s.at.page, id, err)
 		return
 	}
 	run := d.Run
@@ -47,22 +56,18 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := runID(ps)
 	if !ok {
-		s.errorPage(w, r, http.StatusNotFound)
+		s.refuse(w, r, s.at.page, 0, unknownRun(ps))
 		return
 	}
 	res, err := s.engine.Cancel(r.Context(), id, currentUser(r).Actor())
-	var ref *runtime.Refusal
-	switch {
-	case err == nil && res.Status == runtime.StatusCancelled:
-		s.flash(r.Context(), fmt.Sprintf("Run %d was cancelled.", id))
-	case err == nil:
-		s.flash(r.Context(), fmt.Sprintf("Run %d stops at its next step.", id))
-	case errors.As(err, &ref) && ref.Code != runtime.CodeNotFound:
-		// The engine's message names the run already: "run 5 is already cancelled".
-		s.flash(r.Context(), strings.ToUpper(ref.Message[:1])+ref.Message[1:]+".")
-	default:
-		s.fail(w, r, err)
+	if err != nil {
+		s.refuse(w, r, s.at.page, id, err)
 		return
+	}
+	if res.Status == runtime.StatusCancelled {
+		s.flash(r.Context(), fmt.Sprintf("Run %d was cancelled.", id))
+	} else {
+		s.flash(r.Context(), fmt.Sprintf("Run %d stops at its next step.", id))
 	}
 	http.Redirect(w, r, fmt.Sprintf("/runs/%d", id), http.StatusSeeOther)
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/store"
 )
 
 // Engine is what the web layer asks of the agent engine.
@@ -45,8 +44,8 @@ type EventLog interface {
 
 // Users is what sign-in needs of the store.
 type Users interface {
-	UserByName(ctx context.Context, name string) (*store.User, error)
-	User(ctx context.Context, id int64) (*store.User, error)
+	UserByName(ctx context.Context, name string) (*runtime.User, error)
+	User(ctx context.Context, id int64) (*runtime.User, error)
 	// SetPassword replaces a user's password hash: sign-in makes a hash
 	// with older parameters again.
 	SetPassword(ctx context.Context, id int64, hash string) error
@@ -55,9 +54,9 @@ type Users interface {
 // Tokens is what the JSON API's bearer authentication needs of the store.
 type Tokens interface {
 	// Authenticate returns the user a token acts as and its scopes, or an
-	// error wrapping store.ErrTokenInvalid for a token that is malformed,
+	// error wrapping runtime.ErrTokenInvalid for a token that is malformed,
 	// unknown, expired or revoked.
-	Authenticate(ctx context.Context, plain string) (*store.User, []string, error)
+	Authenticate(ctx context.Context, plain string) (*runtime.User, []string, error)
 }
 
 // Readiness is what /readyz asks: the database answers and every migration
@@ -112,9 +111,11 @@ type Server struct {
 	sessions     *scs.SessionManager
 	keepalive    time.Duration
 	writeTimeout time.Duration
-	paths        *paths
+	admission    *admission
 	metrics      *Metrics
-	guard        *loginGuard
+	// at are the surfaces requests come from: how each is answered.
+	at    struct{ inbox, playground, api, page *surface }
+	guard *loginGuard
 	// trustedProxies: see Deps.TrustedProxies.
 	trustedProxies []netip.Prefix
 }
@@ -123,7 +124,7 @@ type Server struct {
 func New(d Deps) *Server {
 	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, catalog: d.Catalog, events: d.Events, sessions: d.Sessions,
 		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout,
-		paths: newPaths(d.DecisionPath, d.MaxContinuations, d.Workers), metrics: d.Metrics,
+		admission: newAdmission(d.DecisionPath, d.MaxContinuations, d.Workers), metrics: d.Metrics,
 		guard: newLoginGuard(), trustedProxies: d.TrustedProxies}
 	if s.keepalive <= 0 {
 		s.keepalive = DefaultKeepalive
@@ -131,7 +132,8 @@ func New(d Deps) *Server {
 	if s.writeTimeout <= 0 {
 		s.writeTimeout = 30 * time.Second
 	}
-	s.metrics.watchSlots(s.paths)
+	s.at.inbox, s.at.playground, s.at.api, s.at.page = s.inboxSurface(), s.playgroundSurface(), s.apiSurface(), s.pageSurface()
+	s.metrics.watchSlots(s.admission)
 	return s
 }
 
@@ -166,17 +168,17 @@ func (s *Server) Handler() http.Handler {
 	r.POST("/playground/runs/:id/input", s.signedIn(s.form(s.admin(s.playgroundInput))))
 
 	r.GET("/api/openapi.json", s.openAPI)
-	r.GET("/api/approvals", s.api(ScopeRunRead, s.apiApprovals))
-	r.POST("/api/runs", s.api(ScopeRunStart, s.apiStartRun))
-	r.GET("/api/runs/:id", s.api(ScopeRunRead, s.apiRun))
-	r.DELETE("/api/runs/:id", s.api(ScopeRunCancel, s.apiCancel))
-	r.GET("/api/runs/:id/events", s.api(ScopeRunRead, s.apiEvents))
-	r.POST("/api/runs/:id/decisions", s.api(ScopeRunDecide, s.apiDecide))
-	r.POST("/api/runs/:id/input", s.api(ScopeRunDecide, s.apiInput))
+	r.GET("/api/approvals", s.api(runtime.ScopeRunRead, s.apiApprovals))
+	r.POST("/api/runs", s.api(runtime.ScopeRunStart, s.apiStartRun))
+	r.GET("/api/runs/:id", s.api(runtime.ScopeRunRead, s.apiRun))
+	r.DELETE("/api/runs/:id", s.api(runtime.ScopeRunCancel, s.apiCancel))
+	r.GET("/api/runs/:id/events", s.api(runtime.ScopeRunRead, s.apiEvents))
+	r.POST("/api/runs/:id/decisions", s.api(runtime.ScopeRunDecide, s.apiDecide))
+	r.POST("/api/runs/:id/input", s.api(runtime.ScopeRunDecide, s.apiInput))
 
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") {
-			s.apiError(w, r, http.StatusNotFound, "not_found", "no such API route; see /api/openapi.json", nil)
+			s.refuse(w, r, s.at.api, 0, &runtime.Refusal{Code: runtime.CodeNotFound, Message: "no such API route; see /api/openapi.json"})
 			return
 		}
 		s.errorPage(w, r, http.StatusNotFound)
@@ -226,7 +228,8 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ httprouter.Pa
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if err := s.ready.Ready(r.Context()); err != nil {
 		s.log.Warn("not ready", "err", err)
-		s.writeJSON(w, http.StatusServiceUnavailable, errorBody("not_ready", "the database is not reachable or not migrated"))
+		s.writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{
+			"code": "not_ready", "message": "the database is not reachable or not migrated"}})
 		return
 	}
 	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -162,28 +162,26 @@ const (
 )
 
 // lineEvent is what a stream line is: "step", "keepalive", or a terminal
-// event ("done", "awaiting_approval", "error", …). The API's lines carry
-// "event"; the inbox's carry "type" (progress, keepalive, settled).
+// line ("done", "awaiting_approval", "error", …, or the inbox's
+// "settled"). Every line names its kind in "type"; the inbox's step lines
+// are "progress".
 func lineEvent(line []byte) string {
 	// Keepalives are most of the lines of a held stream: spare them the
 	// decoder.
-	if bytes.Equal(line, []byte(`{"event":"keepalive"}`)) {
+	if bytes.Equal(line, []byte(`{"type":"keepalive"}`)) {
 		return lineKeepalive
 	}
 	var v struct {
-		Event string `json:"event"`
-		Type  string `json:"type"`
+		Type string `json:"type"`
 	}
 	if err := json.Unmarshal(line, &v); err != nil {
 		return "unreadable"
 	}
-	switch {
-	case v.Event != "":
-		return v.Event
-	case v.Type == "progress":
+	switch v.Type {
+	case "progress":
 		return lineStep
-	case v.Type != "":
-		return v.Type
+	case "":
+		return "unknown"
 	}
-	return "unknown"
+	return v.Type
 }

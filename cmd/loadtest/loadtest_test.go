@@ -422,15 +422,15 @@ func TestListeningInodes(t *testing.T) {
 
 func TestLineEvent(t *testing.T) {
 	tests := map[string]string{
-		`{"event":"keepalive"}`:                           lineKeepalive,
-		`{"event":"step","seq":3,"step":{"kind":"tool"}}`: lineStep,
-		`{"event":"done","run_id":4,"answer":"Done."}`:    "done",
-		`{"event":"error","code":"handed_over"}`:          "error",
-		`{"type":"progress","steps":2}`:                   lineStep,
-		`{"type":"keepalive","steps":2}`:                  lineKeepalive,
-		`{"type":"settled"}`:                              "settled",
-		`not json`:                                        "unreadable",
-		`{}`:                                              "unknown",
+		`{"type":"keepalive"}`:                           lineKeepalive,
+		`{"type":"step","seq":3,"step":{"kind":"tool"}}`: lineStep,
+		`{"type":"done","run_id":4,"answer":"Done."}`:    "done",
+		`{"type":"error","code":"handed_over"}`:          "error",
+		`{"type":"progress","steps":2}`:                  lineStep,
+		`{"type":"keepalive","steps":2}`:                 lineKeepalive,
+		`{"type":"settled"}`:                             "settled",
+		`not json`:                                       "unreadable",
+		`{}`:                                             "unknown",
 	}
 	for line, want := range tests {
 		if got := lineEvent([]byte(line)); got != want {
@@ -548,10 +548,10 @@ func TestFirstLinePhaseKeepsSteadyNInFlight(t *testing.T) {
 		decided[r.PathValue("id")]++
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/x-ndjson")
-		fmt.Fprintln(w, `{"event":"step","seq":1}`)
+		fmt.Fprintln(w, `{"type":"step","seq":1}`)
 		w.(http.Flusher).Flush()
 		time.Sleep(hold) // the continuation working silently
-		fmt.Fprintln(w, `{"event":"done"}`)
+		fmt.Fprintln(w, `{"type":"done"}`)
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()

@@ -43,7 +43,7 @@ type database struct {
 }
 
 // loadScopes are what the command's token may do.
-var loadScopes = []string{store.ScopeRunStart, store.ScopeRunRead, store.ScopeRunDecide}
+var loadScopes = []string{runtime.ScopeRunStart, runtime.ScopeRunRead, runtime.ScopeRunDecide}
 
 // openDatabase connects to the server's database, which must be migrated,
 // makes sure the load user and configurations exist, and creates a token
@@ -86,9 +86,9 @@ func openDatabase(ctx context.Context, o *options, getenv func(string) string) (
 		}
 	}
 	u, err := st.UserByName(ctx, o.user)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, runtime.ErrNotFound) {
 		// No password: nobody signs in as the load user.
-		u = &store.User{Name: o.user, Role: runtime.RoleUser, Grants: []string{runtime.GrantApprove}}
+		u = &runtime.User{Name: o.user, Role: runtime.RoleUser, Grants: []string{runtime.GrantApprove}}
 		err = st.CreateUser(ctx, u)
 	}
 	if err != nil {
@@ -164,7 +164,7 @@ func (d *database) durableDecisions(ctx context.Context, runs []waitingRun) (int
 	var n atomic.Int64
 	err := parallel(ctx, len(runs), d.concurrency, func(ctx context.Context, i int) error {
 		rec, err := d.store.Decision(ctx, runs[i].id, runs[i].digest)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, runtime.ErrNotFound) {
 			return nil
 		}
 		if err != nil {

@@ -18,7 +18,6 @@ import (
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/config"
 	"github.com/turnstile-dev/turnstile/runtime/tool/mcp"
-	"github.com/turnstile-dev/turnstile/store"
 )
 
 const configUsage = `usage: turnstile config apply FILE.yaml   (FILE "-" reads standard input)
@@ -123,7 +122,7 @@ func storeConfig(ctx context.Context, a *app, cfg *runtime.Configuration, out io
 	verb := "created"
 	old, err := a.store.ConfigurationByIdentifier(ctx, cfg.Identifier)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, runtime.ErrNotFound):
 	case err != nil:
 		return err
 	default:
@@ -159,7 +158,7 @@ func sameDefinition(a, b *runtime.Configuration) (bool, error) {
 
 func exportConfig(ctx context.Context, a *app, identifier string, out io.Writer) error {
 	cfg, err := a.store.ConfigurationByIdentifier(ctx, identifier)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, runtime.ErrNotFound) {
 		return fmt.Errorf("config export: no configuration %q (see turnstile config list)", identifier)
 	}
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/config"
-	"github.com/turnstile-dev/turnstile/store"
 	"github.com/turnstile-dev/turnstile/web"
 )
 
@@ -22,7 +21,7 @@ var demoConfigs embed.FS
 
 // demoUsers are the demo's people: an admin, an operator who may approve,
 // and a plain user who owns the runs.
-var demoUsers = []store.User{
+var demoUsers = []runtime.User{
 	{Name: "admin", Role: runtime.RoleAdmin},
 	{Name: "operator", Role: runtime.RoleUser, Grants: []string{runtime.GrantApprove}},
 	{Name: "user", Role: runtime.RoleUser},
@@ -54,14 +53,14 @@ func seedDemo(ctx context.Context, a *app, out io.Writer) error {
 		}
 		if _, err := a.store.ConfigurationByIdentifier(ctx, cfg.Identifier); err == nil {
 			continue
-		} else if !errors.Is(err, store.ErrNotFound) {
+		} else if !errors.Is(err, runtime.ErrNotFound) {
 			return err
 		}
 		if err := a.store.SaveConfiguration(ctx, cfg); err != nil {
 			return err
 		}
 	}
-	if err := a.store.SeedDemoOrders(ctx); err != nil {
+	if err := a.store.SeedDemoOrders(ctx, demoOrders); err != nil {
 		return err
 	}
 	owner, fresh, err := seedUsers(ctx, a, out)
@@ -103,7 +102,7 @@ func seedUsers(ctx context.Context, a *app, out io.Writer) (runtime.Actor, bool,
 		}
 		existing, err := a.store.UserByName(ctx, u.Name)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, runtime.ErrNotFound):
 			u := u
 			u.PasswordHash = hash
 			if err := a.store.CreateUser(ctx, &u); err != nil {
@@ -125,7 +124,7 @@ func seedUsers(ctx context.Context, a *app, out io.Writer) (runtime.Actor, bool,
 	return owner, fresh, nil
 }
 
-func describe(u store.User) string {
+func describe(u runtime.User) string {
 	switch {
 	case u.Role == runtime.RoleAdmin:
 		return "admin: sees every run, the playground"
@@ -134,4 +133,21 @@ func describe(u store.User) string {
 	default:
 		return "plain user: owns the demo runs"
 	}
+}
+
+// demoOrders are the orders the demo seeds, ORD-1001 to ORD-1012, which
+// the demo runs look up and refund.
+var demoOrders = []runtime.Order{
+	{ID: "ORD-1001", Customer: "Ada Lovelace", AmountCents: 4999, Currency: "EUR"},
+	{ID: "ORD-1002", Customer: "Alan Turing", AmountCents: 12900, Currency: "EUR"},
+	{ID: "ORD-1003", Customer: "Grace Hopper", AmountCents: 2350, Currency: "USD"},
+	{ID: "ORD-1004", Customer: "Edsger Dijkstra", AmountCents: 8800, Currency: "EUR"},
+	{ID: "ORD-1005", Customer: "Barbara Liskov", AmountCents: 15000, Currency: "USD"},
+	{ID: "ORD-1006", Customer: "Donald Knuth", AmountCents: 256, Currency: "USD"},
+	{ID: "ORD-1007", Customer: "Margaret Hamilton", AmountCents: 31415, Currency: "USD"},
+	{ID: "ORD-1008", Customer: "Ken Thompson", AmountCents: 6400, Currency: "USD"},
+	{ID: "ORD-1009", Customer: "Frances Allen", AmountCents: 9900, Currency: "USD"},
+	{ID: "ORD-1010", Customer: "Niklaus Wirth", AmountCents: 7250, Currency: "CHF"},
+	{ID: "ORD-1011", Customer: "Sophie Wilson", AmountCents: 1999, Currency: "GBP"},
+	{ID: "ORD-1012", Customer: "Leslie Lamport", AmountCents: 42000, Currency: "USD"},
 }

@@ -103,7 +103,7 @@ func newRigOn(t *testing.T, db *sqlx.DB, dsn string, yamls ...string) *rig {
 		t.Fatal(err)
 	}
 	add := func(name string, grants ...string) runtime.Actor {
-		u := &store.User{Name: name, Role: runtime.RoleUser, Grants: grants, PasswordHash: hash}
+		u := &runtime.User{Name: name, Role: runtime.RoleUser, Grants: grants, PasswordHash: hash}
 		if err := st.CreateUser(ctx, u); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func (r *rig) order(t *testing.T) string {
 	t.Helper()
 	r.orders++
 	id := fmt.Sprintf("TST-%d", 1000+r.orders)
-	if err := r.st.CreateDemoOrder(context.Background(), builtin.Order{ID: id, Customer: "Test", AmountCents: 5000, Currency: "EUR"}); err != nil {
+	if err := r.st.CreateDemoOrder(context.Background(), runtime.Order{ID: id, Customer: "Test", AmountCents: 5000, Currency: "EUR"}); err != nil {
 		t.Fatal(err)
 	}
 	return id

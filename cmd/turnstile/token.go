@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/turnstile-dev/turnstile/store"
+	"github.com/turnstile-dev/turnstile/runtime"
 )
 
 const tokenUsage = `usage: turnstile token create --user NAME --scopes run:start,run:read,run:decide,run:cancel [--ttl 720h]
@@ -34,7 +34,7 @@ func token(ctx context.Context, args []string, e env) error {
 	switch args[0] {
 	case "create":
 		userName = fs.String("user", "", "name of the user the token acts as")
-		scopes = fs.String("scopes", "", "comma-separated scopes: "+strings.Join(store.AllScopes(), ","))
+		scopes = fs.String("scopes", "", "comma-separated scopes: "+strings.Join(runtime.AllScopes(), ","))
 		ttl = fs.Duration("ttl", 720*time.Hour, "how long the token lives after its last use")
 	case "revoke":
 		id = fs.Int64("id", 0, "id of the token to revoke (see token list)")
@@ -49,7 +49,7 @@ func token(ctx context.Context, args []string, e env) error {
 	case args[0] == "create" && *userName == "":
 		return errors.New("token create: --user is required")
 	case args[0] == "create" && *scopes == "":
-		return fmt.Errorf("token create: --scopes is required (%s)", strings.Join(store.AllScopes(), ","))
+		return fmt.Errorf("token create: --scopes is required (%s)", strings.Join(runtime.AllScopes(), ","))
 	case args[0] == "revoke" && *id <= 0:
 		return errors.New("token revoke: --id is required (see turnstile token list)")
 	}
@@ -61,7 +61,7 @@ func token(ctx context.Context, args []string, e env) error {
 	switch args[0] {
 	case "create":
 		u, err := a.store.UserByName(ctx, *userName)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, runtime.ErrNotFound) {
 			return fmt.Errorf("token create: no user %q (see turnstile user list)", *userName)
 		}
 		if err != nil {
@@ -77,7 +77,7 @@ func token(ctx context.Context, args []string, e env) error {
 		return nil
 	case "revoke":
 		if err := a.store.RevokeToken(ctx, *id); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, runtime.ErrNotFound) {
 				return fmt.Errorf("token revoke: no token %d (see turnstile token list)", *id)
 			}
 			return err

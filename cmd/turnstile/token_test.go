@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/store"
 	"github.com/turnstile-dev/turnstile/store/dbtest"
 )
@@ -77,7 +78,7 @@ func TestTokenCommands(t *testing.T) {
 	if err != nil || !strings.Contains(stdout, "revoked") {
 		t.Fatalf("token revoke = %q, %v", stdout, err)
 	}
-	if _, _, err := st.Authenticate(ctx, plain); !errors.Is(err, store.ErrTokenInvalid) {
+	if _, _, err := st.Authenticate(ctx, plain); !errors.Is(err, runtime.ErrTokenInvalid) {
 		t.Errorf("Authenticate(revoked) = %v, want ErrTokenInvalid", err)
 	}
 

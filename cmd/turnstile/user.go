@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/store"
 	"github.com/turnstile-dev/turnstile/web"
 )
 
@@ -63,7 +62,7 @@ func user(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	u := &store.User{Name: *name, Role: runtime.Role(*role), PasswordHash: hash}
+	u := &runtime.User{Name: *name, Role: runtime.Role(*role), PasswordHash: hash}
 	if *grants != "" {
 		u.Grants = strings.Split(*grants, ",")
 	}
@@ -84,7 +83,7 @@ func deleteUser(ctx context.Context, a *app, name string, e env) error {
 		return errors.New("user delete: --name is required")
 	}
 	u, err := a.store.UserByName(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, runtime.ErrNotFound) {
 		return fmt.Errorf("user delete: no user %q", name)
 	}
 	if err != nil {

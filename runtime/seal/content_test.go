@@ -11,7 +11,6 @@ import (
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/config"
-	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 )
 
 // contentYAML are configurations at the full privacy level, so that event
@@ -69,7 +68,7 @@ func TestEveryStoredCopyOfContentIsSealed(t *testing.T) {
 		t.Helper()
 		w.orders++
 		order := fmt.Sprintf("C-%d", w.orders)
-		if err := w.st.CreateDemoOrder(ctx, builtin.Order{ID: order, Customer: "Test", AmountCents: 1000, Currency: "EUR"}); err != nil {
+		if err := w.st.CreateDemoOrder(ctx, runtime.Order{ID: order, Customer: "Test", AmountCents: 1000, Currency: "EUR"}); err != nil {
 			t.Fatal(err)
 		}
 		c, err := eng.Start(ctx, runtime.StartRequest{Configuration: cfg, Prompt: "PROMPT-MARKER refund " + order, Owner: w.owner})

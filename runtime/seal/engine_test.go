@@ -59,7 +59,7 @@ func newWorld(t *testing.T) *world {
 	if err := st.SaveConfiguration(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	for _, u := range []*store.User{{Name: "owner", Role: runtime.RoleUser}, {Name: "approver", Role: runtime.RoleUser, Grants: []string{runtime.GrantApprove}}} {
+	for _, u := range []*runtime.User{{Name: "owner", Role: runtime.RoleUser}, {Name: "approver", Role: runtime.RoleUser, Grants: []string{runtime.GrantApprove}}} {
 		if err := st.CreateUser(ctx, u); err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func (w *world) waiting(t *testing.T, eng *runtime.Engine) runtime.Outcome {
 	ctx := context.Background()
 	w.orders++
 	order := fmt.Sprintf("S-%d", w.orders)
-	if err := w.st.CreateDemoOrder(ctx, builtin.Order{ID: order, Customer: "Test", AmountCents: 1000, Currency: "EUR"}); err != nil {
+	if err := w.st.CreateDemoOrder(ctx, runtime.Order{ID: order, Customer: "Test", AmountCents: 1000, Currency: "EUR"}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := eng.Start(ctx, runtime.StartRequest{Configuration: "refund", Prompt: "Please refund " + order, Owner: w.owner})

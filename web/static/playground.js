@@ -251,8 +251,8 @@
 	// form that was just sent.
 	function outcome(p, msg) {
 		var fourEyes = hasAttr(p.out, 'data-four-eyes');
-		var box = el('div', { 'class': 'card', 'data-testid': 'playground-outcome', 'data-event': msg.event, role: 'status' });
-		switch (msg.event) {
+		var box = el('div', { 'class': 'card', 'data-testid': 'playground-outcome', 'data-event': msg.type, role: 'status' });
+		switch (msg.type) {
 		case 'done':
 			var usage = msg.usage || {};
 			box.appendChild(el('h3', {}, 'Done'));
@@ -377,7 +377,7 @@
 				return;
 			}
 			if (!msg || typeof msg !== 'object') return;
-			switch (msg.event) {
+			switch (msg.type) {
 			case 'step':
 				state.steps++;
 				state.keepalives = 0;

@@ -35,27 +35,10 @@ const (
 type Orders interface {
 	// Order returns an order, or an error wrapping runtime.ErrNotFound when
 	// there is none with this id.
-	Order(ctx context.Context, id string) (Order, error)
+	Order(ctx context.Context, id string) (runtime.Order, error)
 	// InsertRefund records one refund and returns its id. It never
 	// de-duplicates: every call is one more row.
-	InsertRefund(ctx context.Context, r Refund) (int64, error)
-}
-
-// Order is one row of demo_orders.
-type Order struct {
-	ID          string
-	Customer    string
-	AmountCents int64
-	Currency    string
-}
-
-// Refund is one row of demo_refunds: which call of which run refunded how
-// much of which order.
-type Refund struct {
-	OrderID     string
-	AmountCents int64
-	RunID       int64
-	CallID      string
+	InsertRefund(ctx context.Context, r runtime.Refund) (int64, error)
 }
 
 // Tools returns the four built-in tools, the order tools acting on orders.

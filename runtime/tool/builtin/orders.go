@@ -60,13 +60,13 @@ func (e orderNotFound) Unwrap() error { return runtime.ErrNotFound }
 
 // findOrder looks an order up for a tool: an unknown id is "order X not
 // found", any other failure names the tool.
-func findOrder(ctx context.Context, orders Orders, tool, id string) (Order, error) {
+func findOrder(ctx context.Context, orders Orders, tool, id string) (runtime.Order, error) {
 	o, err := orders.Order(ctx, id)
 	if errors.Is(err, runtime.ErrNotFound) {
-		return Order{}, orderNotFound{id: id}
+		return runtime.Order{}, orderNotFound{id: id}
 	}
 	if err != nil {
-		return Order{}, fmt.Errorf("%s: look up order %s: %w", tool, id, err)
+		return runtime.Order{}, fmt.Errorf("%s: look up order %s: %w", tool, id, err)
 	}
 	return o, nil
 }
@@ -170,7 +170,7 @@ func (t *RefundOrder) Call(ctx context.Context, inv runtime.Invocation) (string,
 		return "", ctx.Err()
 	case <-time.After(time.Duration(args.Processing * float64(time.Second))):
 	}
-	id, err := t.orders.InsertRefund(ctx, Refund{OrderID: o.ID, AmountCents: amount, RunID: inv.RunID, CallID: inv.CallID})
+	id, err := t.orders.InsertRefund(ctx, runtime.Refund{OrderID: o.ID, AmountCents: amount, RunID: inv.RunID, CallID: inv.CallID})
 	if err != nil {
 		return "", fmt.Errorf("%s: refund order %s: %w", NameRefundOrder, o.ID, err)
 	}

@@ -211,7 +211,7 @@ func newFixture(t *testing.T, yamls ...string) *fixture {
 		}
 	}
 	user := func(name string, grants ...string) runtime.Actor {
-		u := &store.User{Name: name, Role: runtime.RoleUser, Grants: grants}
+		u := &runtime.User{Name: name, Role: runtime.RoleUser, Grants: grants}
 		if err := st.CreateUser(ctx, u); err != nil {
 			t.Fatal(err)
 		}

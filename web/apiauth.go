@@ -1,0 +1,82 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+)
+
+// apiHandle is a JSON API handler that knows who asks.
+type apiHandle func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor)
+
+// api authenticates a JSON API request and checks the scope it needs. A
+// request with an Authorization header is judged by its bearer token
+// alone: 401 unless it is a valid token, 403 when the token lacks the
+// scope. Without the header, a signed-in session may do everything its
+// user may; 401 otherwise.
+func (s *Server) api(scope string, h apiHandle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		actor, err := s.apiActor(w, r, scope)
+		if err != nil {
+			s.refuse(w, r, s.at.api, 0, err)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), actorKey, actor)), ps, actor)
+	}
+}
+
+// apiActor is who asks. Its errors are the refusals 401 and 403, with
+// their challenge set on w (RFC 6750), or the store's.
+func (s *Server) apiActor(w http.ResponseWriter, r *http.Request, scope string) (runtime.Actor, error) {
+	if _, sent := r.Header["Authorization"]; sent {
+		scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		if !strings.EqualFold(scheme, "Bearer") || s.tokens == nil {
+			return runtime.Actor{}, unauthorized(w, `error="invalid_request"`, "the Authorization header must be \"Bearer tst_…\" with a token from turnstile token create")
+		}
+		u, scopes, err := s.tokens.Authenticate(r.Context(), strings.TrimSpace(token))
+		if errors.Is(err, runtime.ErrTokenInvalid) {
+			// Malformed, unknown, expired and revoked alike: the answer
+			// tells a guesser nothing.
+			return runtime.Actor{}, unauthorized(w, `error="invalid_token"`, "the bearer token is not valid: it is malformed, unknown, expired or revoked")
+		}
+		if err != nil {
+			return runtime.Actor{}, err
+		}
+		if !slices.Contains(scopes, scope) {
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="turnstile", error="insufficient_scope", scope=%q`, scope))
+			return runtime.Actor{}, &runtime.Refusal{Code: codeInsufficientScope,
+				Message: fmt.Sprintf("this token lacks the %s scope this route needs; create one with --scopes %s", scope, scope)}
+		}
+		return u.Actor(), nil
+	}
+	id := s.sessions.GetInt64(r.Context(), sessionUser)
+	if id == 0 {
+		return runtime.Actor{}, unauthorized(w, "", "send Authorization: Bearer with a token from turnstile token create, or sign in")
+	}
+	u, err := s.users.User(r.Context(), id)
+	if errors.Is(err, runtime.ErrNotFound) {
+		// The user was deleted while signed in.
+		return runtime.Actor{}, unauthorized(w, "", "sign in again")
+	}
+	if err != nil {
+		return runtime.Actor{}, err
+	}
+	return u.Actor(), nil
+}
+
+// unauthorized is the refusal 401, its challenge set on w.
+func unauthorized(w http.ResponseWriter, params, message string) error {
+	challenge := `Bearer realm="turnstile"`
+	if params != "" {
+		challenge += ", " + params
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	return &runtime.Refusal{Code: codeUnauthorized, Message: message}
+}

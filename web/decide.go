@@ -1,0 +1,174 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/schema"
+)
+
+// The one decision flow. Every surface that decides — the inbox, the
+// playground, the JSON API — sends its decisions through decide: the path
+// is chosen before anything is claimed (in this request, or a worker's;
+// see admission), the engine runs its pipeline, and then the surface
+// answers as it says: a refusal through the one table (refuse), a decision
+// a worker carries out, or the continuation run in this request.
+
+// A surface is where a request comes from, and how it is answered.
+type surface struct {
+	// name labels the surface's refusals in the metrics; "" counts none.
+	name string
+	// html reports whether the request is answered with pages (else JSON).
+	html func(r *http.Request) bool
+	// back is where a page's refusal sends the user, with its flash.
+	back func(id int64) string
+	// ownWords: the flash of a refusal is the refusal's own message, not
+	// the table's (the run page's cancel, whose messages are written for
+	// people).
+	ownWords bool
+	// invalid shows a refused input form again (422); nil answers the
+	// table's status.
+	invalid func(w http.ResponseWriter, r *http.Request, id int64, ref *runtime.Refusal)
+	// want says what the request would have of its continuation's path.
+	want func(r *http.Request) want
+	// recorded answers a decision the durable path took.
+	recorded func(w http.ResponseWriter, r *http.Request, id int64)
+	// run carries a claimed continuation out in the request and answers.
+	run func(w http.ResponseWriter, r *http.Request, c *runtime.Continuation)
+}
+
+// ask is a decision put to the engine on a path the flow chose; it returns
+// the continuation to run in the request, or nil when a worker carries the
+// decision out.
+type ask func(ctx context.Context, path string) (*runtime.Continuation, error)
+
+// decide carries one decision about run id through the flow.
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, sf *surface, id int64, decide ask) {
+	path, release, err := s.admission.choose(r.Context(), sf.want(r))
+	if err != nil {
+		s.refuse(w, r, sf, id, err)
+		return
+	}
+	defer release()
+	c, err := decide(r.Context(), path)
+	switch {
+	case err != nil:
+		s.refuse(w, r, sf, id, err)
+	case c == nil:
+		sf.recorded(w, r, id)
+	default:
+		sf.run(w, r, c)
+	}
+}
+
+// approval asks the engine to approve or deny a pending turn.
+func (s *Server) approval(req runtime.DecideRequest) ask {
+	return func(ctx context.Context, path string) (*runtime.Continuation, error) {
+		req.Path = path
+		return s.engine.Decide(ctx, req)
+	}
+}
+
+// answering asks the engine to take an answer to an input turn.
+func (s *Server) answering(req runtime.InputRequest) ask {
+	return func(ctx context.Context, path string) (*runtime.Continuation, error) {
+		req.Path = path
+		return s.engine.SubmitInput(ctx, req)
+	}
+}
+
+// formAnswer asks the engine to take an answer posted as a form, read by
+// the schema of the turn it answers. Fields that do not parse are
+// reported at the pipeline's validation step, after its other checks; when
+// the run waits for no input the answer is empty, and the pipeline refuses
+// it.
+func (s *Server) formAnswer(req runtime.InputRequest, form map[string][]string) ask {
+	return func(ctx context.Context, path string) (*runtime.Continuation, error) {
+		turn, err := s.engine.Turn(ctx, req.RunID)
+		if err != nil {
+			return nil, err
+		}
+		req.Input = []byte(`{}`)
+		if turn != nil && turn.Kind == runtime.TurnInput {
+			req.Input, req.FormErrors = schema.FromForm(turn.Schema, form)
+		}
+		return s.answering(req)(ctx, path)
+	}
+}
+
+// runToEnd runs a continuation inside the request until it pauses or
+// settles, for an answer that comes only then: that may take longer than
+// the server's write timeout, which no longer applies.
+func runToEnd(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, obs runtime.Observer) runtime.Outcome {
+	http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	return c.Run(r.Context(), obs)
+}
+
+// lines are what a streamed continuation sends: first (a line of kind
+// stepType, or nil) right away, step's line of kind stepType for every
+// recorded step, keep's line whenever the stream was silent for
+// --keepalive, and last's line, after the last keepalive.
+type lines struct {
+	first    any
+	stepType string
+	step     func(runtime.Step) any
+	keep     func() any
+	last     func(runtime.Outcome) (typ string, line any)
+}
+
+// streamRun runs a continuation inside the request as an NDJSON stream of
+// these lines. The run goes on to its end if the client leaves
+// (Continuation.Run sees to that).
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, l lines) {
+	st := s.startStream(w)
+	if l.first != nil {
+		st.send(l.stepType, l.first)
+	}
+	stop := st.keepalives(s.keepalive, l.keep)
+	defer stop() // also when the continuation panics: no keepalive may follow the handler
+	out := c.Run(r.Context(), runtime.ObserverFunc(func(rs runtime.Step) { st.send(l.stepType, l.step(rs)) }))
+	stop()
+	typ, line := l.last(out)
+	st.send(typ, line)
+}
+
+// streamSteps runs a continuation as the playground and API stream it:
+// step lines, keepalives, one outcome line. full says whether the viewer
+// may read the run: a decider who holds only the approve grant gets the
+// steps' kinds and timing and the outcome without the answer.
+func (s *Server) streamSteps(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, full bool) {
+	s.streamRun(w, r, c, lines{stepType: lineStep,
+		step: func(st runtime.Step) any { return stepLine{Type: lineStep, Seq: st.Seq, Step: toStepJSON(st, full)} },
+		keep: func() any { return typeLine{Type: lineKeepalive} },
+		last: func(out runtime.Outcome) (string, any) { return lineTerminal, outcomeLine(out, full) }})
+}
+
+// collectSteps runs a continuation to its end and returns its steps and
+// outcome, for the one-document answer of the playground and the API.
+func collectSteps(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, full bool) ([]stepJSON, runtime.Outcome) {
+	var mu sync.Mutex
+	steps := []stepJSON{}
+	out := runToEnd(w, r, c, runtime.ObserverFunc(func(st runtime.Step) {
+		mu.Lock()
+		steps = append(steps, toStepJSON(st, full))
+		mu.Unlock()
+	}))
+	return steps, out
+}
+
+// streamProgress runs a continuation as the inbox streams it: counts
+// only, "settled" last (see inbox.go).
+func (s *Server) streamProgress(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, last func(runtime.Outcome)) {
+	var steps atomic.Int64
+	s.streamRun(w, r, c, lines{first: progressLine{Type: lineProgress, Steps: 0}, stepType: lineProgress,
+		step: func(runtime.Step) any { return progressLine{Type: lineProgress, Steps: steps.Add(1)} },
+		keep: func() any { return progressLine{Type: lineKeepalive, Steps: steps.Load()} },
+		last: func(out runtime.Outcome) (string, any) {
+			last(out)
+			return lineSettled, typeLine{Type: lineSettled}
+		}})
+}
