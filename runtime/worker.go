@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// WorkerWindow is how recently a worker process must have been seen to
+// count as alive: three of its heartbeats.
+const WorkerWindow = 15 * time.Second
+
 // Drain asks every continuation of this engine to hand its run back to the
 // workers at its next step boundary (as decided, or queued when it never
 // had a decision), so a server that stops loses nothing: a worker elsewhere

@@ -21,8 +21,6 @@ type WorkerCheck interface {
 	WorkersAlive(ctx context.Context, window time.Duration) (int, error)
 }
 
-// workerWindow: a worker is alive when it was seen within this.
-const workerWindow = 15 * time.Second
 
 // admission chooses where each decision's continuation runs — inside its
 // request, or with a worker (the durable path) — and bounds the ones that
@@ -57,7 +55,7 @@ func (p *admission) workerAlive(ctx context.Context) bool {
 	if time.Since(p.checked) < time.Second {
 		return p.alive
 	}
-	n, err := p.workers.WorkersAlive(ctx, workerWindow)
+	n, err := p.workers.WorkersAlive(ctx, runtime.WorkerWindow)
 	p.alive, p.checked = err == nil && n > 0, time.Now()
 	return p.alive
 }
@@ -109,5 +107,8 @@ func (p *admission) acquire() (release func(), ok bool) {
 	}
 }
 
-// InFlight is how many continuations run inside requests right now.
-func (p *admission) InFlight() int { return len(p.slots) }
+// SlotsInUse is how many continuations run inside requests right now.
+func (p *admission) SlotsInUse() int { return len(p.slots) }
+
+// SlotsTotal is how many may (--max-continuations).
+func (p *admission) SlotsTotal() int { return cap(p.slots) }

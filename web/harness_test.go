@@ -19,6 +19,7 @@ import (
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/runtime/metrics"
 	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
 	"github.com/turnstile-dev/turnstile/runtime/schema"
 	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
@@ -111,11 +112,11 @@ func newApp(t testing.TB, keepalive time.Duration, options ...func(*web.Deps)) *
 	db, _ := dbtest.New(t)
 	st := store.New(db)
 	tools := builtin.Registry(builtin.Tools(st)...)
-	metrics := web.NewMetrics(nil)
-	if err := metrics.WatchBacklog(st); err != nil {
+	m := metrics.New(nil)
+	if err := m.WatchBacklog(st); err != nil {
 		t.Fatal(err)
 	}
-	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Providers: scripted.Factory, Validator: schema.New(), Metrics: metrics})
+	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Providers: scripted.Factory, Validator: schema.New(), Metrics: m})
 	ctx := context.Background()
 	for _, y := range testConfigs {
 		cfg, err := config.Parse("test.yaml", []byte(y), func(n string) bool { _, ok := tools[n]; return ok })
@@ -147,12 +148,15 @@ func newApp(t testing.TB, keepalive time.Duration, options ...func(*web.Deps)) *
 	sessionStore := mysqlstore.NewWithCleanupInterval(db.DB, 0)
 	sessions.Store = sessionStore
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	deps := web.Deps{Logger: log, Ready: st, Engine: eng, Users: st, Tokens: st, Catalog: st, Events: eng, Sessions: sessions, Keepalive: keepalive, Metrics: metrics}
+	deps := web.Deps{Logger: log, Ready: st, Engine: eng, Users: st, Tokens: st, Catalog: st, Events: eng, Sessions: sessions, Keepalive: keepalive, Metrics: m}
 	for _, o := range options {
 		o(&deps)
 	}
-	h := web.New(deps).Handler()
-	a.srv = httptest.NewServer(h)
+	server := web.New(deps)
+	if err := m.WatchSlots(server); err != nil {
+		t.Fatal(err)
+	}
+	a.srv = httptest.NewServer(server.Handler())
 	t.Cleanup(a.srv.Close)
 	return a
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/web"
 )
 
 // scrape is one answer of GET /metrics, parsed.
@@ -336,19 +335,4 @@ func TestMetricsCountPlaygroundStreamLines(t *testing.T) {
 	if got := s.value(t, "turnstile_stream_lines_total", "type=terminal"); got != 1 {
 		t.Errorf("terminal lines counted %v, want 1", got)
 	}
-}
-
-// The engine tells the metrics of every step: that costs no allocation.
-func TestMetricsOfAStepAllocateNothing(t *testing.T) {
-	m := web.NewMetrics(nil)
-	if n := testing.AllocsPerRun(1000, func() {
-		m.ContinuationStarted()
-		m.StepRecorded(runtime.KindTool, 3*time.Millisecond, time.Millisecond)
-		m.ContinuationEnded()
-	}); n != 0 {
-		t.Errorf("%v allocations per step, want 0", n)
-	}
-	var none *web.Metrics // a server without metrics counts nothing, safely
-	none.StepRecorded(runtime.KindLLM, time.Second, time.Millisecond)
-	none.ClaimLost(runtime.CodeStaleTurn)
 }

@@ -88,8 +88,8 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sf *surface, id 
 	if !ok {
 		row = answers[runtime.CodeInvalidRequest]
 	}
-	if ref.Code != codeInternal {
-		s.metrics.refused(sf.name, string(ref.Code))
+	if ref.Code != codeInternal && sf.name != "" {
+		s.metrics.Refused(sf.name, string(ref.Code))
 	}
 	if ref.Code == codeBusy {
 		w.Header().Set("Retry-After", "5")

@@ -59,6 +59,16 @@ type Tokens interface {
 	Authenticate(ctx context.Context, plain string) (*runtime.User, []string, error)
 }
 
+// Metrics is what the web layer tells of what it does, and serves at GET
+// /metrics.
+type Metrics interface {
+	http.Handler
+	// Refused counts a refusal on a surface, by its code.
+	Refused(surface, code string)
+	// LineCounter returns what counts one stream line of a type.
+	LineCounter(typ string) func()
+}
+
 // Readiness is what /readyz asks: the database answers and every migration
 // is applied.
 type Readiness interface {
@@ -90,7 +100,7 @@ type Deps struct {
 	Workers WorkerCheck
 	// Metrics are served at GET /metrics and count what the server does;
 	// without them there is no /metrics route and nothing is counted.
-	Metrics *Metrics
+	Metrics Metrics
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// (--trusted-proxies), for counting failed sign-ins per address.
 	TrustedProxies []netip.Prefix
@@ -112,7 +122,8 @@ type Server struct {
 	keepalive    time.Duration
 	writeTimeout time.Duration
 	admission    *admission
-	metrics      *Metrics
+	metrics      Metrics
+	lines        map[string]func() // counts the stream lines of each type
 	// at are the surfaces requests come from: how each is answered.
 	at    struct{ inbox, playground, api, page *surface }
 	guard *loginGuard
@@ -133,7 +144,13 @@ func New(d Deps) *Server {
 		s.writeTimeout = 30 * time.Second
 	}
 	s.at.inbox, s.at.playground, s.at.api, s.at.page = s.inboxSurface(), s.playgroundSurface(), s.apiSurface(), s.pageSurface()
-	s.metrics.watchSlots(s.admission)
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
+	}
+	s.lines = make(map[string]func(), len(lineTypes))
+	for _, t := range lineTypes {
+		s.lines[t] = s.metrics.LineCounter(t)
+	}
 	return s
 }
 
@@ -143,7 +160,7 @@ func (s *Server) Handler() http.Handler {
 	r := httprouter.New()
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
-	if s.metrics != nil {
+	if _, none := s.metrics.(noMetrics); !none {
 		// Without authentication, like /healthz: keep it off the public
 		// internet (see README.md).
 		r.Handler(http.MethodGet, "/metrics", s.metrics)
@@ -234,3 +251,15 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	}
 	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
+
+// SlotsInUse is how many continuations run inside requests now.
+func (s *Server) SlotsInUse() int { return s.admission.SlotsInUse() }
+
+// SlotsTotal is how many may (--max-continuations).
+func (s *Server) SlotsTotal() int { return s.admission.SlotsTotal() }
+
+// noMetrics counts nothing, for a server without metrics.
+type noMetrics struct{ http.Handler }
+
+func (noMetrics) Refused(string, string)    {}
+func (noMetrics) LineCounter(string) func() { return func() {} }

@@ -22,7 +22,7 @@ type stream struct {
 	w            http.ResponseWriter
 	rc           *http.ResponseController
 	writeTimeout time.Duration
-	metrics      *Metrics
+	lines        map[string]func() // counts the lines of each type
 
 	mu     sync.Mutex
 	last   time.Time
@@ -36,7 +36,7 @@ func (s *Server) startStream(w http.ResponseWriter) *stream {
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
 	h.Del("Content-Length")
-	st := &stream{w: w, rc: http.NewResponseController(w), writeTimeout: s.writeTimeout, metrics: s.metrics}
+	st := &stream{w: w, rc: http.NewResponseController(w), writeTimeout: s.writeTimeout, lines: s.lines}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.rc.SetWriteDeadline(time.Now().Add(st.writeTimeout))
@@ -67,8 +67,8 @@ func (st *stream) send(typ string, v any) {
 		return
 	}
 	st.flush()
-	if !st.broken {
-		st.metrics.line(typ)
+	if count := st.lines[typ]; count != nil && !st.broken {
+		count()
 	}
 }
 

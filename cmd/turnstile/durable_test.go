@@ -10,7 +10,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"testing"
@@ -594,4 +596,40 @@ func TestCancelRequestedAtAHandOffStopsTheWorkerBeforeTheWrite(t *testing.T) {
 	if _, code := terminate(t, wk, 15*time.Second); code != 0 {
 		t.Errorf("turnstile work exit status = %d, want 0", code)
 	}
+}
+
+// TestWorkServesMetrics: a worker-only deployment can be scraped: "work
+// --metrics-addr" serves GET /metrics with what its workers did and what
+// the database knows of the cluster.
+func TestWorkServesMetrics(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, pacedYAML("paced", 1, 0, 0))
+	w := r.waiting(t, "paced")
+	if _, err := r.eng.Decide(context.Background(), runtime.DecideRequest{RunID: w.id, Digest: w.digest,
+		Decision: runtime.DecisionApprove, Actor: r.operator, Path: runtime.PathDurable}); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	startWork(t, r.db, r.dsn, "--metrics-addr", addr)
+	waitStatus(t, r.db, w.id, runtime.StatusCompleted, 30*time.Second)
+	res, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics = %d, %v", res.StatusCode, err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^turnstile_workers_alive [1-9]`),
+		regexp.MustCompile(`(?m)^turnstile_step_duration_seconds_count\{kind="approval"\} 1$`),
+		regexp.MustCompile(`(?m)^turnstile_continuations_in_flight 0$`),
+		regexp.MustCompile(`(?m)^go_sql_open_connections\{db_name="turnstile"\} `),
+	} {
+		if !want.Match(body) {
+			t.Errorf("the worker's metrics have no line matching %s:\n%s", want, body)
+		}
+	}
+	checkExactlyOnce(t, r, w, 1)
 }

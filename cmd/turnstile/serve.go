@@ -48,16 +48,11 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	metrics := web.NewMetrics(log)
-	d.metrics = metrics
 	a, err := open(ctx, d, log)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	if err := errors.Join(metrics.WatchBacklog(a.store), metrics.WatchDB(a.db.DB)); err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
 	if *demo {
 		if err := seedDemo(ctx, a, e.stdout); err != nil {
 			return err
@@ -84,12 +79,15 @@ func serve(ctx context.Context, args []string, e env) error {
 	sessions.Cookie.HttpOnly = true
 	sessions.Cookie.SameSite = http.SameSiteLaxMode
 	sessions.Cookie.Secure = *secureCookies
-	handler := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Catalog: a.store,
+	server := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Catalog: a.store,
 		Events: a.engine, Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout,
-		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store, Metrics: metrics,
-		TrustedProxies: proxies}).Handler()
+		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store, Metrics: a.metrics,
+		TrustedProxies: proxies})
+	if err := a.metrics.WatchSlots(server); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           server.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// Streams extend their write deadline per line; everything else

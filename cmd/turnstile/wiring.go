@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/metrics"
 	"github.com/turnstile-dev/turnstile/runtime/provider/all"
 	"github.com/turnstile-dev/turnstile/runtime/schema"
 	"github.com/turnstile-dev/turnstile/runtime/seal"
@@ -29,6 +30,8 @@ type app struct {
 	engine *runtime.Engine
 	mcp    *mcp.Source
 	log    *slog.Logger
+	// metrics measure what serve and work do; nil for the other commands.
+	metrics *metrics.Metrics
 }
 
 // stateKeysVar holds the keys that encrypt run state at rest,
@@ -45,8 +48,6 @@ type dbFlags struct {
 	// TURNSTILE_STATE_KEYS from it.
 	command string
 	getenv  func(string) string
-	// metrics is told what the engine does; serve sets it.
-	metrics runtime.Metrics
 }
 
 func (d *dbFlags) register(fs *flagSet) {
@@ -126,11 +127,21 @@ func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	st := store.New(db)
-	tools := builtin.Registry(builtin.Tools(st)...)
-	src := mcp.NewSource(mcp.Options{Getenv: d.getenv, Logger: log})
-	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Source: src, Providers: all.Factory,
-		Validator: schema.New(), Sealer: sealer, Lease: d.lease, Logger: log, Metrics: d.metrics})
-	return &app{db: db, store: st, tools: tools, engine: eng, mcp: src, log: log}, nil
+	a := &app{db: db, store: st, tools: builtin.Registry(builtin.Tools(st)...), log: log}
+	opts := runtime.Options{Store: st, Tools: a.tools, Providers: all.Factory,
+		Validator: schema.New(), Sealer: sealer, Lease: d.lease, Logger: log}
+	if d.runsAgents() {
+		a.metrics = metrics.New(log)
+		if err := errors.Join(a.metrics.WatchBacklog(st), a.metrics.WatchDB(db.DB)); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		opts.Metrics = a.metrics
+	}
+	a.mcp = mcp.NewSource(mcp.Options{Getenv: d.getenv, Logger: log})
+	opts.Source = a.mcp
+	a.engine = runtime.New(opts)
+	return a, nil
 }
 
 func (a *app) knownTool(name string) bool {

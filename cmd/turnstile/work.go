@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -76,6 +79,7 @@ func work(ctx context.Context, args []string, e env) error {
 	n := fs.Int("workers", 2, "worker loops in this process")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 25*time.Second, "how long a shutdown waits for runs in flight to be handed back")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	metricsAddr := fs.String("metrics-addr", "", "address to serve GET /metrics on, e.g. 127.0.0.1:9090 (none when empty)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -87,11 +91,31 @@ func work(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer a.close()
+	var scrape *http.Server
+	if *metricsAddr != "" {
+		ln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", a.metrics)
+		scrape = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: writeTimeout,
+			ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
+		go func() {
+			if err := scrape.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				a.log.Error("metrics server", "err", err)
+			}
+		}()
+		a.log.Info("serving metrics", "addr", ln.Addr().String())
+	}
 	stop := startWorkers(ctx, a, *n)
 	<-ctx.Done()
 	a.log.Info("shutting down", "timeout", shutdownTimeout.String())
 	wait, cancel := context.WithTimeout(context.WithoutCancel(ctx), *shutdownTimeout)
 	defer cancel()
 	stop(wait)
+	if scrape != nil {
+		scrape.Shutdown(wait)
+	}
 	return nil
 }

@@ -1,4 +1,10 @@
-package web
+// Package metrics is Turnstile's Prometheus metrics: what the engine does
+// (continuations, steps, decisions, lease recoveries), what the web layer
+// does (refusals, stream lines, the in-request continuation slots), and
+// what the database knows of the whole cluster, read at scrape time. cmd
+// wires one Metrics into the engine (as runtime.Metrics) and into the web
+// layer, and serves it: serve at GET /metrics, work at --metrics-addr.
+package metrics
 
 import (
 	"context"
@@ -31,11 +37,11 @@ type Backlog interface {
 	OldestDecidedAge(ctx context.Context) (time.Duration, bool, error)
 }
 
-// Metrics are Turnstile's Prometheus metrics, served at GET /metrics. It
-// implements runtime.Metrics for the engine and counts what the web layer
-// does: refusals, stream lines and the in-request continuation slots. Each
-// Metrics has a registry of its own, so tests can create several. A nil
-// *Metrics measures nothing.
+// Metrics are Turnstile's Prometheus metrics; ServeHTTP answers a scrape.
+// It implements runtime.Metrics for the engine and counts what the web
+// layer does: refusals, stream lines and the in-request continuation
+// slots. Each Metrics has a registry of its own, so tests can create
+// several. A nil *Metrics measures nothing.
 type Metrics struct {
 	reg     *prometheus.Registry
 	handler http.Handler
@@ -51,15 +57,14 @@ type Metrics struct {
 	recoveries    prometheus.Counter
 	refusals      *prometheus.CounterVec
 	lineVec       *prometheus.CounterVec
-	lines         map[string]prometheus.Counter
 }
 
 var _ runtime.Metrics = (*Metrics)(nil)
 
-// NewMetrics returns the metrics on a registry of their own, with the Go
+// New returns the metrics on a registry of their own, with the Go
 // runtime's and the process's collectors; log (nil discards) gets what a
 // scrape could not read.
-func NewMetrics(log *slog.Logger) *Metrics {
+func New(log *slog.Logger) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), log: log}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
@@ -94,10 +99,6 @@ func NewMetrics(log *slog.Logger) *Metrics {
 	for _, k := range stepKinds {
 		m.stepSeconds[k] = m.stepVec.WithLabelValues(string(k))
 		m.commitSeconds[k] = m.commitVec.WithLabelValues(string(k))
-	}
-	m.lines = make(map[string]prometheus.Counter, len(lineTypes))
-	for _, t := range lineTypes {
-		m.lines[t] = m.lineVec.WithLabelValues(t)
 	}
 	for _, path := range []string{runtime.PathRequest, runtime.PathDurable} {
 		for _, kind := range []string{runtime.DecisionApprove, runtime.DecisionDeny, runtime.DecisionInput} {
@@ -170,23 +171,22 @@ func (m *Metrics) Recovered() {
 	}
 }
 
-// refused counts a refusal on a surface (none when surface is "").
-func (m *Metrics) refused(surface, code string) {
-	if m != nil && surface != "" {
+// Refused counts a refusal on a surface (inbox, api, playground), by its
+// code.
+func (m *Metrics) Refused(surface, code string) {
+	if m != nil {
 		m.refusals.WithLabelValues(surface, code).Inc()
 	}
 }
 
-// line counts one stream line written.
-func (m *Metrics) line(typ string) {
+// LineCounter returns what counts one stream line of a type: looked up
+// once, so that writing a line costs no label lookup. Its series exists,
+// at 0, from then on.
+func (m *Metrics) LineCounter(typ string) func() {
 	if m == nil {
-		return
+		return func() {}
 	}
-	if c, ok := m.lines[typ]; ok {
-		c.Inc()
-		return
-	}
-	m.lineVec.WithLabelValues(typ).Inc()
+	return m.lineVec.WithLabelValues(typ).Inc
 }
 
 // WatchBacklog adds what the database knows of the whole cluster, read at
@@ -206,29 +206,24 @@ func (m *Metrics) WatchDB(db *sql.DB) error {
 	return m.reg.Register(collectors.NewDBStatsCollector(db, "turnstile"))
 }
 
-// watchSlots adds the in-request continuation slots of a server: how many
-// are taken, and how many there are.
-func (m *Metrics) watchSlots(p *admission) {
-	if m == nil {
-		return
-	}
-	for _, c := range []prometheus.Collector{
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "turnstile_continuation_slots_used",
+// Slots are a server's in-request continuation slots.
+type Slots interface {
+	// SlotsInUse is how many continuations run inside requests now.
+	SlotsInUse() int
+	// SlotsTotal is how many may (--max-continuations).
+	SlotsTotal() int
+}
+
+// WatchSlots adds a server's in-request continuation slots: how many are
+// taken, and how many there are. It errors when called twice.
+func (m *Metrics) WatchSlots(s Slots) error {
+	return errors.Join(
+		m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "turnstile_continuation_slots_used",
 			Help: "Continuations running inside requests now, each holding one of the --max-continuations slots."},
-			func() float64 { return float64(p.InFlight()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "turnstile_continuation_slots",
+			func() float64 { return float64(s.SlotsInUse()) })),
+		m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "turnstile_continuation_slots",
 			Help: "How many continuations may run inside requests at once (--max-continuations)."},
-			func() float64 { return float64(cap(p.slots)) }),
-	} {
-		if err := m.reg.Register(c); err != nil {
-			// A second server on the same metrics: the first one's slots
-			// stay the ones reported.
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				m.log.Warn("metrics: register slots", "err", err)
-			}
-		}
-	}
+			func() float64 { return float64(s.SlotsTotal()) })))
 }
 
 // backlogCollector reads the cluster's workers and decided runs from the
@@ -248,7 +243,7 @@ func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	if n, err := c.backlog.WorkersAlive(ctx, workerWindow); err != nil {
+	if n, err := c.backlog.WorkersAlive(ctx, runtime.WorkerWindow); err != nil {
 		c.log.Warn("metrics: workers alive", "err", err)
 	} else {
 		ch <- prometheus.MustNewConstMetric(c.workers, prometheus.GaugeValue, float64(n))
