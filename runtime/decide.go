@@ -41,7 +41,9 @@ type InputRequest struct {
 }
 
 // Decide runs the decision pipeline for an approval or a denial: the checks
-// that write nothing, in the order of SPEC §3, then the atomic claim. It
+// that write nothing (whether the actor may decide the run at all, then
+// its status, origin, configuration, four-eyes, state and grants), then the
+// atomic claim. It
 // returns a *Refusal when it will not decide, with nothing written. On the
 // request path the returned continuation must be run by the caller; on the
 // durable path it is nil and a worker carries the decision out.
@@ -135,7 +137,8 @@ type pipeline struct {
 	state State
 }
 
-// check runs the checks that write nothing, in the order SPEC §3 gives.
+// check runs the checks that write nothing, in order: each later check
+// may only refuse someone the earlier ones let through.
 func (p *pipeline) check(ctx context.Context) error {
 	run, cfg, err := p.e.store.RunForDecision(ctx, p.runID)
 	if errors.Is(err, ErrNotFound) {

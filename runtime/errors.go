@@ -12,7 +12,7 @@ type Code string
 // The refusals of the decision pipeline, in the order the checks run, and
 // the ones a lost claim is classified as. There is no "not permitted": who
 // may not decide a run may not read it either, and is told not_found,
-// exactly as for a run that does not exist (SPEC §11.5).
+// exactly as for a run that does not exist.
 const (
 	CodeNotFound              Code = "not_found"
 	CodeNotWaiting            Code = "not_waiting"

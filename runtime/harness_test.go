@@ -10,7 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/runtime/configfile"
 	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
 	"github.com/turnstile-dev/turnstile/runtime/schema"
 	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
@@ -139,7 +139,7 @@ func newFixture(t testing.TB, lease time.Duration, yamls ...string) *fixture {
 	f := &fixture{db: db, st: st, eng: eng, tools: tools}
 	ctx := context.Background()
 	for _, y := range yamls {
-		cfg, err := config.Parse("test.yaml", []byte(y), func(n string) bool { _, ok := tools[n]; return ok })
+		cfg, err := configfile.Parse("test.yaml", []byte(y), func(n string) bool { _, ok := tools[n]; return ok })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,8 @@ import (
 // update in the store.
 type Status string
 
-// The statuses of a run; see SPEC §2.
+// The statuses of a run. Waiting runs wait for a person, decided ones for
+// a worker; completed, failed and cancelled are settled for good.
 const (
 	StatusQueued             Status = "queued"
 	StatusRunning            Status = "running"

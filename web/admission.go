@@ -21,7 +21,6 @@ type WorkerCheck interface {
 	WorkersAlive(ctx context.Context, window time.Duration) (int, error)
 }
 
-
 // admission chooses where each decision's continuation runs — inside its
 // request, or with a worker (the durable path) — and bounds the ones that
 // run inside requests, like PHP-FPM's pm.max_children.

@@ -107,7 +107,7 @@ func TestAPIBadInput(t *testing.T) {
 }
 
 // TestAPIRefusals: the decision pipeline's refusals through the API carry
-// the statuses of SPEC §4 and write nothing.
+// the statuses of the refusal table and write nothing.
 func TestAPIRefusals(t *testing.T) {
 	a := newApp(t, 0)
 	fourEyes := a.start(t, "four-eyes", "owner", runtime.OriginInteractive)

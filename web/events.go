@@ -86,7 +86,7 @@ func (s *Server) latestSeq(ctx context.Context, runID int64, after []runtime.Eve
 	return s.events.LastSeq(ctx, runID)
 }
 
-// apiEvents streams a run's events (SPEC §5) to its owner and admins: the
+// apiEvents streams a run's events to its owner and admins: the
 // attached line, the stored events after after_seq, then, when following a
 // live run, the events any process records as they are committed, and the
 // end line once the run is settled or waiting. Refusals (unknown or hidden

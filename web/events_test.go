@@ -248,7 +248,7 @@ func TestEventsFollowAnotherRequestsContinuation(t *testing.T) {
 	before := a.events(t, paused.RunID)
 	owner := a.signIn(t, "owner")
 
-	// A waiting run's stream ends at once (SPEC §5), so the follower
+	// A waiting run's stream ends at once, so the follower
 	// attaches once the decision has claimed the run.
 	approved := approveInBackground(t, a, paused)
 	a.waitRunning(t, paused.RunID)

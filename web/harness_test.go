@@ -18,7 +18,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/runtime/configfile"
 	"github.com/turnstile-dev/turnstile/runtime/metrics"
 	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
 	"github.com/turnstile-dev/turnstile/runtime/schema"
@@ -119,7 +119,7 @@ func newApp(t testing.TB, keepalive time.Duration, options ...func(*web.Deps)) *
 	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Providers: scripted.Factory, Validator: schema.New(), Metrics: m})
 	ctx := context.Background()
 	for _, y := range testConfigs {
-		cfg, err := config.Parse("test.yaml", []byte(y), func(n string) bool { _, ok := tools[n]; return ok })
+		cfg, err := configfile.Parse("test.yaml", []byte(y), func(n string) bool { _, ok := tools[n]; return ok })
 		if err != nil {
 			t.Fatal(err)
 		}

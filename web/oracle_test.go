@@ -11,7 +11,8 @@ import (
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
-// TestStrangerLearnsNothing is SPEC §11.5's first rule as a table over
+// TestStrangerLearnsNothing: a user who may not see a run learns nothing
+// about it, as a table over
 // (actor × run state × surface): a user who may neither decide nor read a
 // run gets, from every route, the very answer a run that does not exist
 // gets — whatever the run's state, and even when they send the run's real

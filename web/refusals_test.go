@@ -28,7 +28,7 @@ type refusal struct {
 	want404       bool
 }
 
-// TestInboxRefusals provokes every refusal of SPEC §4 through the inbox
+// TestInboxRefusals provokes every refusal of the pipeline through the inbox
 // and checks its answer, the flash the user reads next, and that nothing
 // was written.
 func TestInboxRefusals(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/runtime/configfile"
 	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 )
 
@@ -203,7 +203,7 @@ func TestLoadConfigurationsParse(t *testing.T) {
 	for _, which := range configNames {
 		t.Run(which, func(t *testing.T) {
 			id, text := o.configYAML(which)
-			cfg, err := config.Parse(id+".yaml", []byte(text), known)
+			cfg, err := configfile.Parse(id+".yaml", []byte(text), known)
 			if err != nil {
 				t.Fatal(err)
 			}

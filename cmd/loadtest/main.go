@@ -2,7 +2,7 @@
 // durable decisions and prints a Markdown table of what it measured: open
 // streamed continuations and the server's memory for them, keepalive
 // punctuality, the time from a decision's POST to its first line, and the
-// rate at which the durable path records decisions (SPEC §9); and, when
+// rate at which the durable path records decisions; and, when
 // named, what a flood of wrong-password sign-ins costs the server.
 //
 // It prepares its own data when given the server's database (--dsn): a

@@ -66,7 +66,7 @@ type options struct {
 const usageText = `Usage: loadtest [flags]
 
 loadtest drives a turnstile server that is already running and prints a
-Markdown table of what it measured against the targets of SPEC §9:
+Markdown table of what it measured against the project's targets:
 
   streams     --streams runs wait for approval on a configuration whose
               continuation then works silently for --hold (slow_task); all of

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/runtime/configfile"
 	"github.com/turnstile-dev/turnstile/runtime/provider/all"
 	"github.com/turnstile-dev/turnstile/runtime/schema"
 	"github.com/turnstile-dev/turnstile/runtime/seal"
@@ -77,7 +77,7 @@ func openDatabase(ctx context.Context, o *options, getenv func(string) string) (
 	known := func(name string) bool { _, ok := tools[name]; return ok }
 	for _, which := range configNames {
 		id, text := o.configYAML(which)
-		cfg, err := config.Parse(id+".yaml", []byte(text), known)
+		cfg, err := configfile.Parse(id+".yaml", []byte(text), known)
 		if err != nil {
 			return fail(err)
 		}

@@ -16,7 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/runtime/configfile"
 	"github.com/turnstile-dev/turnstile/runtime/tool/mcp"
 )
 
@@ -105,7 +105,7 @@ func applyConfig(ctx context.Context, a *app, name string, data []byte, e env) e
 	if name == "-" {
 		name = "<stdin>"
 	}
-	cfg, err := config.Parse(name, data, a.knownTool)
+	cfg, err := configfile.Parse(name, data, a.knownTool)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func exportConfig(ctx context.Context, a *app, identifier string, out io.Writer)
 	if err != nil {
 		return err
 	}
-	data, err := config.Marshal(cfg)
+	data, err := configfile.Marshal(cfg)
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (l serverLines) position(file string, line int) string {
 }
 
 // mcpLines finds the lines of the mcp_servers entries of a configuration
-// file, by server name. config.Parse has checked the file already; what
+// file, by server name. configfile.Parse has checked the file already; what
 // this does not find simply has no line.
 func mcpLines(data []byte) map[string]serverLines {
 	out := map[string]serverLines{}

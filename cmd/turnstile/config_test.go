@@ -17,7 +17,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/runtime/configfile"
 	"github.com/turnstile-dev/turnstile/store"
 	"github.com/turnstile-dev/turnstile/store/dbtest"
 )
@@ -98,7 +98,7 @@ func TestConfigApplyListExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reread, err := config.Parse("export.yaml", []byte(exported), nil)
+	reread, err := configfile.Parse("export.yaml", []byte(exported), nil)
 	if err != nil {
 		t.Fatalf("the export does not parse: %v\n%s", err, exported)
 	}

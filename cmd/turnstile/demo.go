@@ -9,7 +9,7 @@ import (
 	"io/fs"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/runtime/configfile"
 	"github.com/turnstile-dev/turnstile/web"
 )
 
@@ -47,7 +47,7 @@ func seedDemo(ctx context.Context, a *app, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		cfg, err := config.Parse(name, data, a.knownTool)
+		cfg, err := configfile.Parse(name, data, a.knownTool)
 		if err != nil {
 			return err
 		}

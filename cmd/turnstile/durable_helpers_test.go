@@ -23,7 +23,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/runtime/configfile"
 	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
 	"github.com/turnstile-dev/turnstile/runtime/schema"
 	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
@@ -90,7 +90,7 @@ func newRigOn(t *testing.T, db *sqlx.DB, dsn string, yamls ...string) *rig {
 	r := &rig{db: db, dsn: dsn, st: st, eng: runtime.New(runtime.Options{Store: st, Tools: tools,
 		Providers: scripted.Factory, Validator: schema.New(), Lease: testLease})}
 	for i, y := range yamls {
-		cfg, err := config.Parse(fmt.Sprintf("test-%d.yaml", i), []byte(y), func(n string) bool { _, ok := tools[n]; return ok })
+		cfg, err := configfile.Parse(fmt.Sprintf("test-%d.yaml", i), []byte(y), func(n string) bool { _, ok := tools[n]; return ok })
 		if err != nil {
 			t.Fatalf("configuration %d: %v\n%s", i, err, y)
 		}

@@ -442,7 +442,7 @@ func TestDatabaseRestartMidContinuation(t *testing.T) {
 		checkDecidedOnce(t, r, w, runtime.PathRequest)
 	}
 	s.stop(t)
-	// finishedBy parses every stderr line as JSON (logLines): SPEC §7 wants
+	// finishedBy parses every stderr line as JSON (logLines): the logs must be
 	// JSON logs, also of what the MySQL driver says about the connections
 	// the restart broke.
 	if got := finishedBy(t, s)[w.id]; !slices.Equal(got, []string{"completed"}) {

@@ -323,7 +323,7 @@ func (s *timedStream) String() string {
 	return b.String()
 }
 
-// checkInboxStream asserts SPEC §5's shape of an inbox stream that ran to
+// checkInboxStream asserts the shape of an inbox stream that ran to
 // its end: {"type":"progress","steps":0} first; then progress lines
 // counting 1, 2, … steps, each count once and in order; keepalive lines
 // repeating the count so far; {"type":"settled"} last; nothing else.

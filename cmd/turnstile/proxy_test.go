@@ -128,7 +128,7 @@ func startProxies(t *testing.T, upstream string) map[string]*proxy {
 
 // TestProxyStreamedDecisionSurvivesTheReadTimeout: through both proxies, a
 // streamed decision of the slow agent (27 s) and of a 20-second silent tool
-// call receives every line, promptly, in SPEC §5's order, and ends with
+// call receives every line, promptly, in the inbox stream's order, and ends with
 // settled: no silence ever reaches the proxies' 8 seconds.
 func TestProxyStreamedDecisionSurvivesTheReadTimeout(t *testing.T) {
 	t.Parallel()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/runtime/configfile"
 )
 
 // contentYAML are configurations at the full privacy level, so that event
@@ -55,7 +55,7 @@ func TestEveryStoredCopyOfContentIsSealed(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	for _, y := range contentYAML {
-		cfg, err := config.Parse("content.yaml", []byte(y), func(n string) bool { _, ok := w.tools[n]; return ok })
+		cfg, err := configfile.Parse("content.yaml", []byte(y), func(n string) bool { _, ok := w.tools[n]; return ok })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/runtime/configfile"
 	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
 	"github.com/turnstile-dev/turnstile/runtime/schema"
 	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
@@ -52,7 +52,7 @@ func newWorld(t *testing.T) *world {
 	st := store.New(db)
 	w := &world{db: db, st: st, tools: builtin.Registry(builtin.Tools(st)...)}
 	ctx := context.Background()
-	cfg, err := config.Parse("refund.yaml", []byte(refundYAML), func(n string) bool { _, ok := w.tools[n]; return ok })
+	cfg, err := configfile.Parse("refund.yaml", []byte(refundYAML), func(n string) bool { _, ok := w.tools[n]; return ok })
 	if err != nil {
 		t.Fatal(err)
 	}

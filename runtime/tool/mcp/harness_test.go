@@ -16,7 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/config"
+	"github.com/turnstile-dev/turnstile/runtime/configfile"
 	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
 	"github.com/turnstile-dev/turnstile/runtime/schema"
 	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
@@ -202,7 +202,7 @@ func newFixture(t *testing.T, yamls ...string) *fixture {
 		Validator: schema.New()})
 	ctx := context.Background()
 	for _, y := range yamls {
-		cfg, err := config.Parse("test.yaml", []byte(y), func(n string) bool { _, ok := tools[n]; return ok })
+		cfg, err := configfile.Parse("test.yaml", []byte(y), func(n string) bool { _, ok := tools[n]; return ok })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,7 @@
-// Package config reads and writes agent configuration files: the YAML that
+// Package configfile reads and writes agent configuration files: the YAML that
 // `turnstile config apply` takes and the demo configurations embedded in the
 // binary. Every error it reports points at a line of the file.
-package config
+package configfile
 
 import (
 	"fmt"
