@@ -160,9 +160,8 @@ func (s *Server) apiStartRun(w http.ResponseWriter, r *http.Request, _ httproute
 // apiRun answers a run to its owner and admins; to anyone else it does not
 // exist.
 func (s *Server) apiRun(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
-	id, ok := runID(ps)
+	id, ok := s.runParam(w, r, s.at.api, ps)
 	if !ok {
-		s.refuse(w, r, s.at.api, 0, unknownRun(ps))
 		return
 	}
 	s.answerRun(w, r, id, actor, http.StatusOK, nil)
@@ -171,9 +170,8 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request, ps httprouter.Pa
 // apiCancel cancels a run: at once when nobody holds it, at its next step
 // boundary when it runs ("cancel": "requested").
 func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
-	id, ok := runID(ps)
+	id, ok := s.runParam(w, r, s.at.api, ps)
 	if !ok {
-		s.refuse(w, r, s.at.api, 0, unknownRun(ps))
 		return
 	}
 	res, err := s.engine.Cancel(r.Context(), id, actor)
@@ -198,17 +196,12 @@ type decisionBody struct {
 
 // apiDecide approves or denies a run's pending turn.
 func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
-	id, ok := runID(ps)
+	id, ok := s.runParam(w, r, s.at.api, ps)
 	if !ok {
-		s.refuse(w, r, s.at.api, 0, unknownRun(ps))
 		return
 	}
 	var body decisionBody
-	err := decodeJSON(w, r, &body)
-	if err == nil {
-		err = checkDigest(body.TurnDigest)
-	}
-	if err != nil {
+	if err := decodeTurn(w, r, &body, &body.TurnDigest); err != nil {
 		s.refuse(w, r, s.at.api, id, err)
 		return
 	}
@@ -225,16 +218,12 @@ type inputBody struct {
 // apiInput answers a run's input turn. An answer that does not fit the
 // turn's schema is 422 with a message per field.
 func (s *Server) apiInput(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
-	id, ok := runID(ps)
+	id, ok := s.runParam(w, r, s.at.api, ps)
 	if !ok {
-		s.refuse(w, r, s.at.api, 0, unknownRun(ps))
 		return
 	}
 	var body inputBody
-	err := decodeJSON(w, r, &body)
-	if err == nil {
-		err = checkDigest(body.TurnDigest)
-	}
+	err := decodeTurn(w, r, &body, &body.TurnDigest)
 	if in := bytes.TrimSpace(body.Input); err == nil && (len(in) == 0 || in[0] != '{') {
 		err = invalid("input is required: a JSON object with one field per property of the pending turn's schema (see GET /api/approvals)")
 	}

@@ -73,6 +73,14 @@ func (s *Server) approval(req runtime.DecideRequest) ask {
 	}
 }
 
+// approvalForm reads an approval or denial posted as a form: the hidden
+// turn_digest, decision, scope and reason.
+func approvalForm(r *http.Request, id int64) runtime.DecideRequest {
+	f := r.PostForm
+	return runtime.DecideRequest{RunID: id, Digest: f.Get("turn_digest"), Decision: f.Get("decision"),
+		Scope: f.Get("scope"), Reason: f.Get("reason"), Actor: actorOf(r)}
+}
+
 // answering asks the engine to take an answer to an input turn.
 func (s *Server) answering(req runtime.InputRequest) ask {
 	return func(ctx context.Context, path string) (*runtime.Continuation, error) {

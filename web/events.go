@@ -95,9 +95,8 @@ func (s *Server) latestSeq(ctx context.Context, runID int64, after []runtime.Eve
 // unreadable), unless the client left.
 func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
 	ctx := r.Context()
-	id, ok := runID(ps)
+	id, ok := s.runParam(w, r, s.at.api, ps)
 	if !ok {
-		s.refuse(w, r, s.at.api, 0, unknownRun(ps))
 		return
 	}
 	q, err := parseEventsQuery(r)

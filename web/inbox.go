@@ -148,22 +148,19 @@ func (s *Server) inboxSurface() *surface {
 
 // decision approves or denies a pending turn from the inbox.
 func (s *Server) decision(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	id, ok := runID(ps)
+	id, ok := s.runParam(w, r, s.at.inbox, ps)
 	if !ok {
-		s.refuse(w, r, s.at.inbox, 0, unknownRun(ps))
 		return
 	}
-	f := r.PostForm
-	s.decide(w, r, s.at.inbox, id, s.approval(runtime.DecideRequest{RunID: id, Digest: f.Get("turn_digest"),
-		Decision: f.Get("decision"), Scope: f.Get("scope"), Reason: f.Get("reason"),
-		Actor: currentUser(r).Actor(), Inbox: true}))
+	req := approvalForm(r, id)
+	req.Inbox = true
+	s.decide(w, r, s.at.inbox, id, s.approval(req))
 }
 
 // input answers an input turn from the inbox.
 func (s *Server) input(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	id, ok := runID(ps)
+	id, ok := s.runParam(w, r, s.at.inbox, ps)
 	if !ok {
-		s.refuse(w, r, s.at.inbox, 0, unknownRun(ps))
 		return
 	}
 	s.decide(w, r, s.at.inbox, id, s.formAnswer(runtime.InputRequest{RunID: id, Digest: r.PostForm.Get("turn_digest"),

@@ -142,6 +142,15 @@ func jsonType(k reflect.Kind) string {
 	}
 }
 
+// decodeTurn decodes the body of a decision about a turn (decodeJSON), then
+// checks the turn digest it names.
+func decodeTurn(w http.ResponseWriter, r *http.Request, dst any, digest *string) error {
+	if err := decodeJSON(w, r, dst); err != nil {
+		return err
+	}
+	return checkDigest(*digest)
+}
+
 var digestForm = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // checkDigest refuses a missing or malformed turn digest before anything
@@ -168,6 +177,16 @@ func unknownRun(ps httprouter.Params) error {
 		msg = fmt.Sprintf("no run %q: run ids are positive integers, written without a sign or leading zeros", ps.ByName("id"))
 	}
 	return &runtime.Refusal{Code: runtime.CodeNotFound, Message: msg}
+}
+
+// runParam reads the run of a route, or refuses it on the surface as no
+// run at all.
+func (s *Server) runParam(w http.ResponseWriter, r *http.Request, sf *surface, ps httprouter.Params) (int64, bool) {
+	id, ok := runID(ps)
+	if !ok {
+		s.refuse(w, r, sf, 0, unknownRun(ps))
+	}
+	return id, ok
 }
 
 // runID reads the :id of a route; a malformed one is no run at all. Only

@@ -101,22 +101,18 @@ func (s *Server) playgroundStart(w http.ResponseWriter, r *http.Request, _ httpr
 // playgroundResume approves or denies the pending turn of a run. The
 // playground is not the inbox: process runs may be decided here too.
 func (s *Server) playgroundResume(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	id, ok := runID(ps)
+	id, ok := s.runParam(w, r, s.at.playground, ps)
 	if !ok {
-		s.refuse(w, r, s.at.playground, 0, unknownRun(ps))
 		return
 	}
-	f := r.PostForm
-	s.decide(w, r, s.at.playground, id, s.approval(runtime.DecideRequest{RunID: id, Digest: f.Get("turn_digest"),
-		Decision: f.Get("decision"), Scope: f.Get("scope"), Reason: f.Get("reason"), Actor: currentUser(r).Actor()}))
+	s.decide(w, r, s.at.playground, id, s.approval(approvalForm(r, id)))
 }
 
 // playgroundInput answers the input turn of a run with the form's fields,
 // read by the turn's schema.
 func (s *Server) playgroundInput(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	id, ok := runID(ps)
+	id, ok := s.runParam(w, r, s.at.playground, ps)
 	if !ok {
-		s.refuse(w, r, s.at.playground, 0, unknownRun(ps))
 		return
 	}
 	s.decide(w, r, s.at.playground, id, s.formAnswer(runtime.InputRequest{RunID: id,

@@ -24,9 +24,8 @@ func (s *Server) pageSurface() *surface {
 // run shows a run's timeline to its owner and admins; to anyone else it
 // does not exist.
 func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	id, ok := runID(ps)
+	id, ok := s.runParam(w, r, s.at.page, ps)
 	if !ok {
-		s.refuse(w, r, s.at.page, 0, unknownRun(ps))
 		return
 	}
 	u := currentUser(r)
@@ -54,9 +53,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 // cancel cancels a run: at once when nobody holds it, at the next step
 // boundary when it runs.
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	id, ok := runID(ps)
+	id, ok := s.runParam(w, r, s.at.page, ps)
 	if !ok {
-		s.refuse(w, r, s.at.page, 0, unknownRun(ps))
 		return
 	}
 	res, err := s.engine.Cancel(r.Context(), id, currentUser(r).Actor())
