@@ -14,8 +14,8 @@ import (
 // BenchmarkCommit measures the store's side of one step alone: the
 // one-round-trip script of Commit (a tool step: lease, event and one
 // transcript message, the state unchanged), beside an autocommit
-// single-row INSERT ("bare") and beside the least any step that SPEC §3
-// allows must do ("floor"): renew the lease and append a row in one
+// single-row INSERT ("bare") and beside the least any step must do
+// ("floor"): renew the lease and append a row in one
 // transaction, in one round trip.
 func BenchmarkCommit(b *testing.B) {
 	db, _ := dbtest.New(b)

@@ -6,6 +6,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -112,4 +113,30 @@ func notFound(op string, err error) error {
 func isDuplicate(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && me.Number == 1062
+}
+
+// oneRow turns an UPDATE's result into nil when it changed exactly one row
+// and into lost when it changed none: the guard said no.
+func oneRow(res interface{ RowsAffected() (int64, error) }, err error, lost error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return lost
+	}
+	return nil
+}
+
+// nullJSON is a JSON column's value: NULL for none. Run content goes to
+// MySQL as bytes, never as text: sealed content is binary, and the
+// driver's interpolation marks bytes as such.
+func nullJSON(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return []byte(raw)
 }

@@ -1,0 +1,57 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+)
+
+// RequestCancel flags a running run; its holder cancels it at the next step
+// boundary.
+func (s *Store) RequestCancel(ctx context.Context, runID int64) error {
+	res, err := s.db.ExecContext(ctx, `
+		UPDATE runs SET cancel_requested = 1, updated_at = NOW(6)
+		WHERE id = ? AND status = 'running'`, runID)
+	if err := oneRow(res, err, runtime.ErrClaimLost); err != nil {
+		return fmt.Errorf("store: request cancel of run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// CancelIdle cancels a run that nobody holds and appends its events, which
+// take the next seqs: the status guard locks the row, so no holder can
+// append in between.
+func (s *Store) CancelIdle(ctx context.Context, runID int64, from runtime.Status, events []runtime.Event) error {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `
+		UPDATE runs SET status = 'cancelled', termination_reason = 'cancelled', claimed_by = NULL,
+			lease_expires_at = NULL, turn_digest = NULL, waiting_since = NULL, updated_at = NOW(6)
+		WHERE id = ? AND status = ?`, runID, from)
+	if err := oneRow(res, err, runtime.ErrClaimLost); err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
+	var seq int
+	if err := tx.GetContext(ctx, &seq, `SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?`, runID); err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
+	for _, e := range events {
+		seq++
+		e.Seq = seq
+		if err := insertEvent(ctx, tx, runID, e); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `
+		UPDATE decisions SET outcome = 'cancelled' WHERE run_id = ? AND outcome IS NULL`, runID); err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+)
+
+// Claim moves a waiting run on and records its decision in one
+// transaction. The turn digest is part of the guard, so a form rendered for
+// an earlier turn can never claim a later one; the decisions table's unique
+// key on (run_id, turn_digest) makes a second decision of one turn
+// impossible even if the guard were wrong. runtime.ErrClaimLost when the
+// guard or that key says someone else won.
+func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
+	// One transaction in one round trip, like a step's Commit: the claim
+	// is on the path of every decision, before its first line. The row is
+	// locked through its primary key before the guarded UPDATE: many
+	// deciders racing for one run then queue on that one lock. Left to the
+	// UPDATE alone, InnoDB also takes locks on the status indexes the
+	// winner rewrites, and reports deadlocks among the racers. Every write
+	// after the UPDATE is chained on the statement before it (ROW_COUNT()),
+	// so it happens only if the UPDATE won.
+	d := c.Decision
+	var sc script
+	sc.add("START TRANSACTION")
+	sc.add("SELECT id INTO @locked FROM runs WHERE id = ? FOR UPDATE", c.RunID)
+	update := sc.add(`UPDATE runs SET status = ?, claimed_by = NULLIF(?, ''),
+			lease_expires_at = IF(? = '', NULL, NOW(6) + INTERVAL ? MICROSECOND),
+			decided_at = NOW(6), waiting_since = NULL, updated_at = NOW(6)
+		WHERE id = ? AND status = ? AND turn_digest = ?`,
+		c.To, c.ClaimedBy, c.ClaimedBy, micros(c.Lease), c.RunID, c.From, c.Digest)
+	sc.add(`INSERT INTO decisions (run_id, turn_digest, kind, scope, reason, input, decided_by, path)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`,
+		c.RunID, c.Digest, d.Kind, d.Scope, []byte(d.Reason), nullJSON(d.Input), d.DecidedBy, d.Path)
+	// Chained on the decision's INSERT, which wrote its row only if the
+	// UPDATE won.
+	standing := make([][]any, len(c.Standing))
+	for i, tool := range c.Standing {
+		standing[i] = []any{c.RunID, tool, d.DecidedBy}
+	}
+	sc.guardedRows("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", "ROW_COUNT() = 1", standing)
+	sc.add("COMMIT")
+	res, err := sc.run(ctx, s.db)
+	if isDuplicate(err) {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
+	}
+	if err != nil {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, err)
+	}
+	if res.affected(update) != 1 {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
+	}
+	return nil
+}

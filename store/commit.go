@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+)
+
+// Commit records one step in one transaction and one round trip: the
+// holder-guarded UPDATE of the run (lease, checkpoint, and the next status
+// when the step suspends or settles it), the event, the step's new
+// transcript messages and the decision's bookkeeping travel as one
+// multi-statement packet. Each write after the UPDATE runs only if the
+// guard held, so a holder that lost its lease writes nothing. The UPDATE
+// also hands back the cancel flag through LAST_INSERT_ID(expr), which
+// arrives in the same OK packet: checking for cancellation at every step
+// boundary costs nothing extra. It reports that flag; runtime.ErrLeaseLost
+// when the holder does not hold the run (or another holder appended the
+// event's seq), and runtime.ErrCancelRequested, with nothing written, when
+// a suspension meets a cancel request.
+func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
+	set, args := runUpdate(c)
+	cancelGuard := ""
+	if c.Status.Waiting() {
+		// A cancel request wins over a suspension: nobody should be asked
+		// to decide a run its owner cancelled.
+		cancelGuard = " AND cancel_requested = 0"
+	}
+	var sc script
+	sc.add("START TRANSACTION")
+	update := sc.add("UPDATE runs SET "+set+
+		", cancel_requested = LAST_INSERT_ID(cancel_requested) WHERE id = ? AND status = 'running' AND claimed_by = ?"+cancelGuard,
+		append(args, c.RunID, c.ClaimedBy)...)
+	// On a plain step the event and the messages are chained on the
+	// statement before them, which wrote rows only if the UPDATE held
+	// (ROW_COUNT() of the messages' INSERT sees the event's). The
+	// decision's bookkeeping may rightly change no row, so a step that
+	// carries it keeps the UPDATE's count in @held instead: one statement
+	// more, on the rare steps only.
+	held := "ROW_COUNT() = 1"
+	if c.Executed != "" || c.Outcome != "" {
+		sc.add("SET @held = ROW_COUNT()")
+		held = "@held = 1"
+	}
+	e := c.Event
+	if e.Kind != "" {
+		sc.add(`INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload)
+			SELECT ?, ?, ?, ?, ?, ? FROM DUAL WHERE `+held,
+			c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, []byte(e.Payload))
+	}
+	messages := make([][]any, len(c.Messages))
+	for i, m := range c.Messages {
+		messages[i] = []any{c.RunID, c.FirstMessage + i, m}
+	}
+	sc.guardedRows("INSERT INTO run_messages (run_id, idx, body)", held, messages)
+	if c.Executed != "" {
+		sc.add(`UPDATE decisions SET executed_at = NOW(6)
+			WHERE run_id = ? AND turn_digest = ? AND executed_at IS NULL AND @held = 1`,
+			c.RunID, c.Executed)
+	}
+	if c.Outcome != "" {
+		sc.add(`UPDATE decisions SET outcome = ? WHERE run_id = ? AND turn_digest = ? AND @held = 1`,
+			c.Outcome, c.RunID, c.OutcomeDigest)
+	}
+	sc.add("COMMIT")
+	res, err := sc.run(ctx, s.db)
+	if isDuplicate(err) {
+		// Only the holder appends; a clash means another holder did.
+		return false, fmt.Errorf("store: append event %d of run %d: %w", e.Seq, c.RunID, runtime.ErrLeaseLost)
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, err)
+	}
+	if res.affected(update) == 1 {
+		return res.insertID(update) != 0, nil
+	}
+	// The guard said no: find out whether a cancel stopped a suspension or
+	// the run is no longer ours.
+	r, err := s.Run(ctx, c.RunID)
+	if err != nil {
+		return false, err
+	}
+	if r.Status == runtime.StatusRunning && r.ClaimedBy == c.ClaimedBy && r.CancelRequested {
+		return true, fmt.Errorf("store: suspend run %d: %w", c.RunID, runtime.ErrCancelRequested)
+	}
+	return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, runtime.ErrLeaseLost)
+}
+
+// runUpdate is the SET clause of a step's UPDATE and its arguments. A step
+// that keeps the run running renews the lease; one that suspends opens a
+// new turn; one that settles or hands the run back releases the claim. The
+// state is written only when the step changed it (most tool steps do not).
+func runUpdate(c runtime.Commit) (string, []any) {
+	var set string
+	var args []any
+	switch {
+	case c.Status.Waiting():
+		set = `status = ?, turn = turn + 1, turn_digest = ?, claimed_by = NULL,
+			lease_expires_at = NULL, pending_effect = NULL, waiting_since = NOW(6)`
+		args = []any{c.Status, c.TurnDigest}
+	case c.Status == runtime.StatusDecided || c.Status == runtime.StatusQueued:
+		// Handed back for a worker to finish (a draining server).
+		set = `status = ?, claimed_by = NULL, lease_expires_at = NULL, pending_effect = NULL,
+			decided_at = COALESCE(decided_at, NOW(6))`
+		args = []any{c.Status}
+	case c.Status.Terminal():
+		set = `status = ?, claimed_by = NULL, lease_expires_at = NULL, pending_effect = NULL,
+			termination_reason = NULLIF(?, ''), answer = ?`
+		args = []any{c.Status, c.TerminationReason, []byte(c.Answer)}
+	default:
+		set = `lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND, pending_effect = NULLIF(?, '')`
+		args = []any{micros(c.Lease), c.PendingEffect}
+	}
+	if c.State != nil {
+		set += ", state = ?"
+		args = append(args, c.State)
+	}
+	set += ", iterations = ?, input_tokens = ?, output_tokens = ?, updated_at = NOW(6)"
+	return set, append(args, c.Iterations, c.Usage.InputTokens, c.Usage.OutputTokens)
+}
