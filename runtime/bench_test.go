@@ -33,7 +33,7 @@ func stepsYAML() string {
 func BenchmarkStepOverhead(b *testing.B) {
 	f := newFixture(b, 0, stepsYAML())
 	ctx := context.Background()
-	if _, err := f.db.Exec(`CREATE TABLE bare (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT NOT NULL)`); err != nil {
+	if _, err := f.DB.Exec(`CREATE TABLE bare (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
 	var stepTime, bareTime time.Duration
@@ -41,7 +41,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 	obs := runtime.ObserverFunc(func(runtime.Step) { observed++ })
 	b.ResetTimer()
 	for steps < b.N {
-		c, err := f.eng.Start(ctx, runtime.StartRequest{Configuration: "steps", Prompt: "go", Owner: f.owner})
+		c, err := f.Engine.Start(ctx, runtime.StartRequest{Configuration: "steps", Prompt: "go", Owner: f.owner})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 		steps += out.Steps
 		start = time.Now()
 		for i := range out.Steps {
-			if _, err := f.db.ExecContext(ctx, `INSERT INTO bare (v) VALUES (?)`, i); err != nil {
+			if _, err := f.DB.ExecContext(ctx, `INSERT INTO bare (v) VALUES (?)`, i); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -80,7 +80,7 @@ func BenchmarkClaimContention(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		paused, _ := f.waiting(b, "twice")
+		paused, _ := f.Waiting(b, "twice")
 		start := make(chan struct{})
 		var ready, done sync.WaitGroup
 		var mu sync.Mutex
@@ -90,7 +90,7 @@ func BenchmarkClaimContention(b *testing.B) {
 			done.Go(func() {
 				ready.Done()
 				<-start
-				_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+				_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
 					Decision: runtime.DecisionApprove, Actor: f.approver, Path: runtime.PathDurable})
 				mu.Lock()
 				defer mu.Unlock()

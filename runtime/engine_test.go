@@ -16,12 +16,12 @@ import (
 
 func TestApproveContinuesTheRunToTheEnd(t *testing.T) {
 	f := newFixture(t, 0, refundYAML)
-	paused, order := f.waiting(t, "refund")
+	paused, order := f.Waiting(t, "refund")
 	if paused.Status != runtime.StatusWaitingForApproval || len(paused.Pending.Calls) != 1 || paused.Pending.Calls[0].Name != "refund_order" {
 		t.Fatalf("paused = %+v, want waiting on refund_order", paused)
 	}
 	var seen []runtime.EventKind
-	c, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+	c, err := f.Engine.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
 		Decision: runtime.DecisionApprove, Actor: f.approver})
 	if err != nil {
 		t.Fatal(err)
@@ -34,17 +34,17 @@ func TestApproveContinuesTheRunToTheEnd(t *testing.T) {
 	if !reflect.DeepEqual(seen, want) {
 		t.Errorf("observed steps = %v, want %v", seen, want)
 	}
-	if got := f.refunds(t, order); got != 1 {
+	if got := f.Refunds(t, order); got != 1 {
 		t.Errorf("refunds of %s = %d, want 1", order, got)
 	}
-	evs := f.events(t, out.RunID)
+	evs := f.Events(t, out.RunID)
 	for i, e := range evs {
 		if e.Seq != i+1 {
 			t.Fatalf("event %d has seq %d: the log has a gap or a duplicate", i, e.Seq)
 		}
 	}
 	var executed, outcome *string
-	row := f.db.QueryRowx(`SELECT executed_at IS NOT NULL, outcome FROM decisions WHERE run_id = ?`, out.RunID)
+	row := f.DB.QueryRowx(`SELECT executed_at IS NOT NULL, outcome FROM decisions WHERE run_id = ?`, out.RunID)
 	var wasExecuted bool
 	if err := row.Scan(&wasExecuted, &outcome); err != nil {
 		t.Fatal(err)
@@ -57,16 +57,16 @@ func TestApproveContinuesTheRunToTheEnd(t *testing.T) {
 
 func TestDenialIsAToolResultTheModelSees(t *testing.T) {
 	f := newFixture(t, 0, refundYAML)
-	paused, order := f.waiting(t, "refund")
-	out := f.decide(t, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+	paused, order := f.Waiting(t, "refund")
+	out := f.Decide(t, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
 		Decision: runtime.DecisionDeny, Reason: "not eligible", Actor: f.approver})
 	if out.Status != runtime.StatusCompleted {
 		t.Fatalf("status = %s, want completed", out.Status)
 	}
-	if got := f.refunds(t, order); got != 0 {
+	if got := f.Refunds(t, order); got != 0 {
 		t.Errorf("refunds = %d after a denial, want 0", got)
 	}
-	res, err := f.st.Resume(context.Background(), out.RunID, true)
+	res, err := f.Store.Resume(context.Background(), out.RunID, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +91,11 @@ func TestRefusalsWriteNothing(t *testing.T) {
 	offYAML := strings.Replace(refundYAML, "identifier: refund", "identifier: switched-off", 1)
 	f := newFixture(t, 0, refundYAML, fourEyesYAML, grantYAML, inputYAML, offYAML)
 	ctx := context.Background()
-	approval := func(cfg string) runtime.Outcome { out, _ := f.waiting(t, cfg); return out }
+	approval := func(cfg string) runtime.Outcome { out, _ := f.Waiting(t, cfg); return out }
 	completed := approval("refund")
-	f.decide(t, runtime.DecideRequest{RunID: completed.RunID, Digest: completed.Digest, Actor: f.owner})
+	f.Decide(t, runtime.DecideRequest{RunID: completed.RunID, Digest: completed.Digest, Actor: f.owner})
 	cancelled := approval("refund")
-	if _, err := f.eng.Cancel(ctx, cancelled.RunID, f.owner); err != nil {
+	if _, err := f.Engine.Cancel(ctx, cancelled.RunID, f.owner); err != nil {
 		t.Fatal(err)
 	}
 	process, _ := f.start(t, "refund", runtime.OriginProcess)
@@ -113,91 +113,88 @@ func TestRefusalsWriteNothing(t *testing.T) {
 		want runtime.Code
 	}{
 		{"unknown run", plain, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: 999999, Digest: o.Digest, Decision: "approve", Actor: f.admin})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: 999999, Digest: o.Digest, Decision: "approve", Actor: f.admin})
 			return err
 		}, runtime.CodeNotFound},
 		{"settled run", cancelled, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.admin})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.admin})
 			return err
 		}, runtime.CodeNotWaiting},
 		{"a turn decided before the run settled", completed, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.admin})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.admin})
 			return err
 		}, runtime.CodeAlreadyResuming},
 		{"approval of an input turn", input, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.admin})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.admin})
 			return err
 		}, runtime.CodeNotWaiting},
 		{"someone without the grant", plain, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.other})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.other})
 			return err
 		}, runtime.CodeNotFound},
 		{"process run in the inbox", process, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.approver, Inbox: true})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.approver, Inbox: true})
 			return err
 		}, runtime.CodeProcessRun},
 		{"inactive configuration", inactive, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.approver})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.approver})
 			return err
 		}, runtime.CodeInactiveConfiguration},
 		{"four eyes", fourEyes, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.owner})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.owner})
 			return err
 		}, runtime.CodeFourEyes},
 		{"unreadable state", unreadable, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.approver})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.approver})
 			return err
 		}, runtime.CodeUnreadableState},
 		{"approver without the tool's grant", granted, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.approver})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve", Actor: f.approver})
 			return err
 		}, runtime.CodeApproverNotPermitted},
 		{"input that fails the schema", input, func(o runtime.Outcome) error {
-			_, err := f.eng.SubmitInput(ctx, runtime.InputRequest{RunID: o.RunID, Digest: o.Digest, Input: json.RawMessage(`{"amount":0}`), Actor: f.approver})
+			_, err := f.Engine.SubmitInput(ctx, runtime.InputRequest{RunID: o.RunID, Digest: o.Digest, Input: json.RawMessage(`{"amount":0}`), Actor: f.approver})
 			return err
 		}, runtime.CodeInvalidInput},
 		{"input that is no JSON", input, func(o runtime.Outcome) error {
-			_, err := f.eng.SubmitInput(ctx, runtime.InputRequest{RunID: o.RunID, Digest: o.Digest, Input: json.RawMessage(`{"amount":`), Actor: f.approver})
+			_, err := f.Engine.SubmitInput(ctx, runtime.InputRequest{RunID: o.RunID, Digest: o.Digest, Input: json.RawMessage(`{"amount":`), Actor: f.approver})
 			return err
 		}, runtime.CodeInvalidInput},
 		{"tampered digest", plain, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: strings.Repeat("0", 64), Decision: "approve", Actor: f.approver})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: strings.Repeat("0", 64), Decision: "approve", Actor: f.approver})
 			return err
 		}, runtime.CodeStaleTurn},
 		{"malformed digest", plain, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: "'; DROP TABLE runs; --", Decision: "approve", Actor: f.approver})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: "'; DROP TABLE runs; --", Decision: "approve", Actor: f.approver})
 			return err
 		}, runtime.CodeStaleTurn},
 		{"missing digest", plain, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Decision: "approve", Actor: f.approver})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Decision: "approve", Actor: f.approver})
 			return err
 		}, runtime.CodeStaleTurn},
 		{"unknown decision", plain, func(o runtime.Outcome) error {
-			_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "maybe", Actor: f.approver})
+			_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "maybe", Actor: f.approver})
 			return err
 		}, runtime.CodeInvalidRequest},
 	}
-	if err := f.st.SetConfigurationActive(ctx, mustRun(t, f, inactive.RunID).ConfigurationID, false); err != nil {
+	if err := f.Store.SetConfigurationActive(ctx, f.Run(t, inactive.RunID).ConfigurationID, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.db.Exec(`UPDATE runs SET state = 'not json' WHERE id = ?`, unreadable.RunID); err != nil {
+	if _, err := f.DB.Exec(`UPDATE runs SET state = 'not json' WHERE id = ?`, unreadable.RunID); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := f.snapshot(t, tc.run.RunID)
+			before := f.State(t, tc.run.RunID)
 			err := tc.call(tc.run)
 			if got := runtime.CodeOf(err); got != tc.want {
 				t.Fatalf("refusal = %q (%v), want %q", got, err, tc.want)
 			}
-			after := f.snapshot(t, tc.run.RunID)
-			if !reflect.DeepEqual(before, after) {
-				t.Errorf("a refusal changed the run:\nbefore %+v\nafter  %+v", before, after)
-			}
+			f.Unchanged(t, tc.run.RunID, before)
 		})
 	}
 	t.Run("field messages of invalid input", func(t *testing.T) {
-		_, err := f.eng.SubmitInput(ctx, runtime.InputRequest{RunID: input.RunID, Digest: input.Digest,
+		_, err := f.Engine.SubmitInput(ctx, runtime.InputRequest{RunID: input.RunID, Digest: input.Digest,
 			Input: json.RawMessage(`{"amount":0}`), Actor: f.approver})
 		var r *runtime.Refusal
 		if !errors.As(err, &r) || r.Fields["amount"] == "" {
@@ -205,7 +202,7 @@ func TestRefusalsWriteNothing(t *testing.T) {
 		}
 	})
 	t.Run("stale turn names the current digest", func(t *testing.T) {
-		_, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: plain.RunID, Digest: "x", Decision: "approve", Actor: f.approver})
+		_, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: plain.RunID, Digest: "x", Decision: "approve", Actor: f.approver})
 		var r *runtime.Refusal
 		if !errors.As(err, &r) || r.Digest != plain.Digest {
 			t.Errorf("refusal = %+v, want the current digest %s", err, plain.Digest)
@@ -213,35 +210,26 @@ func TestRefusalsWriteNothing(t *testing.T) {
 	})
 }
 
-func mustRun(t *testing.T, f *fixture, id int64) *runtime.Run {
-	t.Helper()
-	r, err := f.st.Run(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 func TestFourEyesLetsTheInitiatorDenyAndAnotherApprove(t *testing.T) {
 	f := newFixture(t, 0, fourEyesYAML)
-	denied, _ := f.waiting(t, "four-eyes")
-	if out := f.decide(t, runtime.DecideRequest{RunID: denied.RunID, Digest: denied.Digest, Decision: runtime.DecisionDeny, Actor: f.owner}); out.Status != runtime.StatusCompleted {
+	denied, _ := f.Waiting(t, "four-eyes")
+	if out := f.Decide(t, runtime.DecideRequest{RunID: denied.RunID, Digest: denied.Digest, Decision: runtime.DecisionDeny, Actor: f.owner}); out.Status != runtime.StatusCompleted {
 		t.Errorf("the initiator's denial: status %s, want completed", out.Status)
 	}
-	approved, order := f.waiting(t, "four-eyes")
-	f.decide(t, runtime.DecideRequest{RunID: approved.RunID, Digest: approved.Digest, Actor: f.approver})
-	if got := f.refunds(t, order); got != 1 {
+	approved, order := f.Waiting(t, "four-eyes")
+	f.Decide(t, runtime.DecideRequest{RunID: approved.RunID, Digest: approved.Digest, Actor: f.approver})
+	if got := f.Refunds(t, order); got != 1 {
 		t.Errorf("refunds after a second person's approval = %d, want 1", got)
 	}
 }
 
 func TestInputAnswersTheTool(t *testing.T) {
 	f := newFixture(t, 0, inputYAML)
-	paused, _ := f.waiting(t, "input")
+	paused, _ := f.Waiting(t, "input")
 	if paused.Status != runtime.StatusWaitingForInput || len(paused.Pending.Schema) == 0 {
 		t.Fatalf("paused = %+v, want waiting for input with a schema", paused)
 	}
-	c, err := f.eng.SubmitInput(context.Background(), runtime.InputRequest{RunID: paused.RunID, Digest: paused.Digest,
+	c, err := f.Engine.SubmitInput(context.Background(), runtime.InputRequest{RunID: paused.RunID, Digest: paused.Digest,
 		Input: json.RawMessage(`{ "note": "SECRET-NOTE",  "amount": 250 }`), Actor: f.approver})
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +240,7 @@ func TestInputAnswersTheTool(t *testing.T) {
 	// What is stored and what the model reads is the value that was
 	// checked, written again, not the bytes as sent.
 	const want = `{"amount":250,"note":"SECRET-NOTE"}`
-	d, err := f.st.Decision(context.Background(), paused.RunID, paused.Digest)
+	d, err := f.Store.Decision(context.Background(), paused.RunID, paused.Digest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,13 +248,13 @@ func TestInputAnswersTheTool(t *testing.T) {
 		t.Errorf("stored input = %s, want %s", d.Input, want)
 	}
 	var result string
-	if err := f.db.Get(&result, `SELECT body FROM run_messages WHERE run_id = ? AND body LIKE '%"role":"tool"%' ORDER BY idx DESC LIMIT 1`, paused.RunID); err != nil {
+	if err := f.DB.Get(&result, `SELECT body FROM run_messages WHERE run_id = ? AND body LIKE '%"role":"tool"%' ORDER BY idx DESC LIMIT 1`, paused.RunID); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(result, `"content":"{\"amount\":250,\"note\":\"SECRET-NOTE\"}"`) {
 		t.Errorf("the tool result the model reads = %s, want the answer %s", result, want)
 	}
-	for _, e := range f.events(t, paused.RunID) {
+	for _, e := range f.Events(t, paused.RunID) {
 		if strings.Contains(string(e.Payload), "SECRET-NOTE") {
 			t.Errorf("event %d (%s) stores the answer: %s", e.Seq, e.Kind, e.Payload)
 		}
@@ -287,7 +275,7 @@ func TestConcurrentDecisionsContinueOnce(t *testing.T) {
 	}
 	targets := make([]target, runs)
 	for i := range targets {
-		out, order := f.waiting(t, "refund")
+		out, order := f.Waiting(t, "refund")
 		targets[i] = target{out, order}
 	}
 	var won, resuming, stale, other atomic.Int64
@@ -297,7 +285,7 @@ func TestConcurrentDecisionsContinueOnce(t *testing.T) {
 		for range racers {
 			wg.Go(func() {
 				<-start
-				c, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: tg.out.RunID,
+				c, err := f.Engine.Decide(context.Background(), runtime.DecideRequest{RunID: tg.out.RunID,
 					Digest: tg.out.Digest, Decision: runtime.DecisionApprove, Actor: f.approver})
 				switch runtime.CodeOf(err) {
 				case "":
@@ -327,7 +315,7 @@ func TestConcurrentDecisionsContinueOnce(t *testing.T) {
 			won.Load(), resuming.Load(), stale.Load(), other.Load(), runs, runs*(racers-1))
 	}
 	for _, tg := range targets {
-		if got := f.refunds(t, tg.order); got != 1 {
+		if got := f.Refunds(t, tg.order); got != 1 {
 			t.Errorf("order %s refunded %d times, want 1", tg.order, got)
 		}
 	}
@@ -335,33 +323,31 @@ func TestConcurrentDecisionsContinueOnce(t *testing.T) {
 
 func TestStaleFormAfterANewTurn(t *testing.T) {
 	f := newFixture(t, 0, twiceYAML)
-	first, _ := f.waiting(t, "twice")
-	second := f.decide(t, runtime.DecideRequest{RunID: first.RunID, Digest: first.Digest, Actor: f.approver})
+	first, _ := f.Waiting(t, "twice")
+	second := f.Decide(t, runtime.DecideRequest{RunID: first.RunID, Digest: first.Digest, Actor: f.approver})
 	if !second.Status.Waiting() || second.Digest == first.Digest {
 		t.Fatalf("after the first approval: %+v, want a new turn with a new digest", second)
 	}
-	before := f.snapshot(t, first.RunID)
-	_, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: first.RunID, Digest: first.Digest,
+	before := f.State(t, first.RunID)
+	_, err := f.Engine.Decide(context.Background(), runtime.DecideRequest{RunID: first.RunID, Digest: first.Digest,
 		Decision: runtime.DecisionApprove, Actor: f.approver})
 	if got := runtime.CodeOf(err); got != runtime.CodeStaleTurn {
 		t.Fatalf("the first turn's form: %v, want stale_turn", err)
 	}
-	if after := f.snapshot(t, first.RunID); !reflect.DeepEqual(before, after) {
-		t.Errorf("a stale form changed the run:\nbefore %+v\nafter  %+v", before, after)
-	}
+	f.Unchanged(t, first.RunID, before)
 }
 
 func TestSessionScopeReleasesLaterCallsOfThatRunOnly(t *testing.T) {
 	f := newFixture(t, 0, twiceYAML)
-	first, order := f.waiting(t, "twice")
-	out := f.decide(t, runtime.DecideRequest{RunID: first.RunID, Digest: first.Digest, Scope: runtime.ScopeSession, Actor: f.approver})
+	first, order := f.Waiting(t, "twice")
+	out := f.Decide(t, runtime.DecideRequest{RunID: first.RunID, Digest: first.Digest, Scope: runtime.ScopeSession, Actor: f.approver})
 	if out.Status != runtime.StatusCompleted {
 		t.Fatalf("with scope=session the second refund_order paused: %+v", out)
 	}
-	if got := f.refunds(t, order); got != 2 {
+	if got := f.Refunds(t, order); got != 2 {
 		t.Errorf("refunds = %d, want the two the script asks for", got)
 	}
-	other, _ := f.waiting(t, "twice")
+	other, _ := f.Waiting(t, "twice")
 	if other.Status != runtime.StatusWaitingForApproval {
 		t.Errorf("another run did not pause on refund_order: %+v", other)
 	}
@@ -369,9 +355,9 @@ func TestSessionScopeReleasesLaterCallsOfThatRunOnly(t *testing.T) {
 
 func TestClientGoneTheRunStillSettles(t *testing.T) {
 	f := newFixture(t, 0, slowYAML)
-	paused, order := f.waiting(t, "slow")
+	paused, order := f.Waiting(t, "slow")
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+	c, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
 		Decision: runtime.DecisionApprove, Actor: f.approver})
 	if err != nil {
 		t.Fatal(err)
@@ -381,10 +367,10 @@ func TestClientGoneTheRunStillSettles(t *testing.T) {
 	if out.Status != runtime.StatusCompleted || out.Err != nil {
 		t.Fatalf("outcome = %+v, want completed despite the cancelled context", out)
 	}
-	if got := f.refunds(t, order); got != 1 {
+	if got := f.Refunds(t, order); got != 1 {
 		t.Errorf("refunds = %d, want 1", got)
 	}
-	evs := f.events(t, paused.RunID)
+	evs := f.Events(t, paused.RunID)
 	var kinds []runtime.EventKind
 	for _, e := range evs[len(evs)-out.Steps:] {
 		kinds = append(kinds, e.Kind)
@@ -397,8 +383,8 @@ func TestClientGoneTheRunStillSettles(t *testing.T) {
 
 func TestTakenOverLeaseStopsTheOldHolder(t *testing.T) {
 	f := newFixture(t, 0, slowYAML)
-	paused, _ := f.waiting(t, "slow")
-	c, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+	paused, _ := f.Waiting(t, "slow")
+	c, err := f.Engine.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
 		Decision: runtime.DecisionApprove, Actor: f.approver})
 	if err != nil {
 		t.Fatal(err)
@@ -410,10 +396,10 @@ func TestTakenOverLeaseStopsTheOldHolder(t *testing.T) {
 		took.Do(func() {
 			// The holder looks dead: its lease ran out, and a worker takes over.
 			tookAt = s.Seq
-			if _, err := f.db.Exec(`UPDATE runs SET lease_expires_at = NOW(6) - INTERVAL 1 SECOND WHERE id = ?`, paused.RunID); err != nil {
+			if _, err := f.DB.Exec(`UPDATE runs SET lease_expires_at = NOW(6) - INTERVAL 1 SECOND WHERE id = ?`, paused.RunID); err != nil {
 				t.Error(err)
 			}
-			if err := f.st.TakeOver(ctx, paused.RunID, "worker-2", time.Minute); err != nil {
+			if err := f.Store.TakeOver(ctx, paused.RunID, "worker-2", time.Minute); err != nil {
 				t.Error(err)
 			}
 		})
@@ -421,11 +407,11 @@ func TestTakenOverLeaseStopsTheOldHolder(t *testing.T) {
 	if !errors.Is(out.Err, runtime.ErrLeaseLost) || out.Status != runtime.StatusRunning {
 		t.Fatalf("outcome = %+v, want stopped with a lost lease", out)
 	}
-	evs := f.events(t, paused.RunID)
+	evs := f.Events(t, paused.RunID)
 	if last := evs[len(evs)-1]; last.Seq != tookAt {
 		t.Errorf("the old holder recorded step %d (%s) after losing the lease at %d", last.Seq, last.Kind, tookAt)
 	}
-	r := mustRun(t, f, paused.RunID)
+	r := f.Run(t, paused.RunID)
 	if r.Status != runtime.StatusRunning || r.ClaimedBy != "worker-2" {
 		t.Errorf("run is %s held by %q, want running held by worker-2", r.Status, r.ClaimedBy)
 	}
@@ -433,8 +419,8 @@ func TestTakenOverLeaseStopsTheOldHolder(t *testing.T) {
 
 func TestLeaseIsRenewedDuringALongStep(t *testing.T) {
 	f := newFixture(t, 150*time.Millisecond, slowYAML)
-	paused, _ := f.waiting(t, "slow")
-	c, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+	paused, _ := f.Waiting(t, "slow")
+	c, err := f.Engine.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
 		Decision: runtime.DecisionApprove, Actor: f.approver})
 	if err != nil {
 		t.Fatal(err)
@@ -452,7 +438,7 @@ func TestLeaseIsRenewedDuringALongStep(t *testing.T) {
 			return
 		default:
 		}
-		if err := f.st.TakeOver(context.Background(), paused.RunID, "thief", time.Minute); err == nil {
+		if err := f.Store.TakeOver(context.Background(), paused.RunID, "thief", time.Minute); err == nil {
 			t.Fatal("a worker took over a run whose holder was alive")
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -461,9 +447,9 @@ func TestLeaseIsRenewedDuringALongStep(t *testing.T) {
 
 func TestMetadataPrivacyStoresNoContent(t *testing.T) {
 	f := newFixture(t, 0, refundYAML)
-	paused, _ := f.waiting(t, "refund")
-	f.decide(t, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest, Actor: f.approver})
-	evs := f.events(t, paused.RunID)
+	paused, _ := f.Waiting(t, "refund")
+	f.Decide(t, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest, Actor: f.approver})
+	evs := f.Events(t, paused.RunID)
 	if len(evs) < 6 {
 		t.Fatalf("only %d events", len(evs))
 	}
@@ -487,34 +473,34 @@ func TestCancel(t *testing.T) {
 	f := newFixture(t, 0, refundYAML, slowYAML)
 	ctx := context.Background()
 	t.Run("waiting run at once", func(t *testing.T) {
-		paused, _ := f.waiting(t, "refund")
-		if _, err := f.eng.Cancel(ctx, paused.RunID, f.other); runtime.CodeOf(err) != runtime.CodeNotFound {
+		paused, _ := f.Waiting(t, "refund")
+		if _, err := f.Engine.Cancel(ctx, paused.RunID, f.other); runtime.CodeOf(err) != runtime.CodeNotFound {
 			t.Errorf("cancel by another user: %v, want not_found", err)
 		}
-		res, err := f.eng.Cancel(ctx, paused.RunID, f.owner)
+		res, err := f.Engine.Cancel(ctx, paused.RunID, f.owner)
 		if err != nil || res.Status != runtime.StatusCancelled {
 			t.Fatalf("cancel = %+v, %v", res, err)
 		}
-		if r := mustRun(t, f, paused.RunID); r.Status != runtime.StatusCancelled || r.TerminationReason != runtime.ReasonCancelled {
+		if r := f.Run(t, paused.RunID); r.Status != runtime.StatusCancelled || r.TerminationReason != runtime.ReasonCancelled {
 			t.Errorf("run is %s (%s)", r.Status, r.TerminationReason)
 		}
-		if _, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest, Decision: "approve", Actor: f.approver}); runtime.CodeOf(err) != runtime.CodeNotWaiting {
+		if _, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest, Decision: "approve", Actor: f.approver}); runtime.CodeOf(err) != runtime.CodeNotWaiting {
 			t.Errorf("deciding a cancelled run: %v, want not_waiting", err)
 		}
-		if _, err := f.eng.Cancel(ctx, paused.RunID, f.owner); runtime.CodeOf(err) != runtime.CodeNotWaiting {
+		if _, err := f.Engine.Cancel(ctx, paused.RunID, f.owner); runtime.CodeOf(err) != runtime.CodeNotWaiting {
 			t.Errorf("cancelling twice: %v, want not_waiting", err)
 		}
 	})
 	t.Run("running run at the next step boundary", func(t *testing.T) {
-		paused, _ := f.waiting(t, "slow")
-		c, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest, Decision: "approve", Actor: f.approver})
+		paused, _ := f.Waiting(t, "slow")
+		c, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest, Decision: "approve", Actor: f.approver})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var once sync.Once
 		out := c.Run(ctx, runtime.ObserverFunc(func(runtime.Step) {
 			once.Do(func() {
-				if res, err := f.eng.Cancel(ctx, paused.RunID, f.admin); err != nil || res.Status != runtime.StatusRunning {
+				if res, err := f.Engine.Cancel(ctx, paused.RunID, f.admin); err != nil || res.Status != runtime.StatusRunning {
 					t.Errorf("cancel = %+v, %v", res, err)
 				}
 			})
@@ -522,7 +508,7 @@ func TestCancel(t *testing.T) {
 		if out.Status != runtime.StatusCancelled {
 			t.Fatalf("outcome = %+v, want cancelled", out)
 		}
-		evs := f.events(t, paused.RunID)
+		evs := f.Events(t, paused.RunID)
 		if n := len(evs); evs[n-2].Kind != runtime.KindCancel || evs[n-1].Kind != runtime.KindSettle {
 			t.Errorf("last events %s, %s; want cancel, settle", evs[n-2].Kind, evs[n-1].Kind)
 		}
@@ -554,7 +540,7 @@ provider:
       - text: "done"
 `)
 	ctx := context.Background()
-	c, err := f.eng.Start(ctx, runtime.StartRequest{Configuration: "panics", Prompt: "go", Owner: f.owner})
+	c, err := f.Engine.Start(ctx, runtime.StartRequest{Configuration: "panics", Prompt: "go", Owner: f.owner})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,7 +553,7 @@ provider:
 		t.Fatal("the continuation did not panic")
 	}
 	deadline := time.Now().Add(10 * lease)
-	for f.st.TakeOver(ctx, c.RunID(), "worker", time.Minute) != nil {
+	for f.Store.TakeOver(ctx, c.RunID(), "worker", time.Minute) != nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("run %d could not be taken over %s after its continuation died: its lease is still renewed", c.RunID(), 10*lease)
 		}

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
-	"github.com/turnstile-dev/turnstile/runtime/schema"
 )
 
 // recordingMetrics remembers what the engine told it.
@@ -63,13 +61,12 @@ func (m *recordingMetrics) Recovered() {
 func TestEngineTellsTheMetrics(t *testing.T) {
 	f := newFixture(t, 0, refundYAML)
 	m := &recordingMetrics{}
-	eng := runtime.New(runtime.Options{Store: f.st, Tools: f.tools, Providers: scripted.Factory,
-		Validator: schema.New(), Metrics: m})
+	eng := f.NewEngine(runtime.Options{Metrics: m})
 	ctx := context.Background()
 
 	// Decisions of one turn race: one claim wins, every claim that loses
 	// is already_resuming.
-	paused, _ := f.waiting(t, "refund")
+	paused, _ := f.Waiting(t, "refund")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var won []runtime.Outcome
@@ -116,7 +113,7 @@ func TestEngineTellsTheMetrics(t *testing.T) {
 
 	// A stale digest loses its claim as stale_turn; a durable decision is
 	// counted on its path.
-	paused, _ = f.waiting(t, "refund")
+	paused, _ = f.Waiting(t, "refund")
 	if _, err := eng.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: strings.Repeat("0", 64),
 		Decision: runtime.DecisionApprove, Actor: f.approver}); runtime.CodeOf(err) != runtime.CodeStaleTurn {
 		t.Fatalf("stale decision: %v, want stale_turn", err)

@@ -8,82 +8,64 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 // work runs a worker engine until the test ends.
 func work(t *testing.T, eng *runtime.Engine, loops int) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { eng.Work(ctx, loops, 20*time.Millisecond); close(done) }()
-	t.Cleanup(func() { eng.Drain(); cancel(); <-done })
-}
-
-// settles waits until a run reaches a status.
-func (f *fixture) settles(t *testing.T, id int64, want runtime.Status, within time.Duration) *runtime.Run {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		r := mustRun(t, f, id)
-		if r.Status == want {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %d is %s after %s, want %s", id, r.Status, within, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testrig.Work(t, eng, loops, 20*time.Millisecond)
 }
 
 func TestDurableDecisionIsFinishedByAWorker(t *testing.T) {
 	f := newFixture(t, 0, refundYAML)
-	paused, order := f.waiting(t, "refund")
-	c, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+	paused, order := f.Waiting(t, "refund")
+	c, err := f.Engine.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
 		Decision: runtime.DecisionApprove, Actor: f.approver, Path: runtime.PathDurable})
 	if err != nil || c != nil {
 		t.Fatalf("durable decide = %v, %v; want no continuation and no error", c, err)
 	}
-	if r := mustRun(t, f, paused.RunID); r.Status != runtime.StatusDecided || r.ClaimedBy != "" {
+	if r := f.Run(t, paused.RunID); r.Status != runtime.StatusDecided || r.ClaimedBy != "" {
 		t.Fatalf("run is %s held by %q, want decided and unheld", r.Status, r.ClaimedBy)
 	}
 	work(t, f.engine(0), 1)
-	f.settles(t, paused.RunID, runtime.StatusCompleted, 10*time.Second)
-	if n := f.refunds(t, order); n != 1 {
+	f.WaitStatus(t, paused.RunID, runtime.StatusCompleted, 10*time.Second)
+	if n := f.Refunds(t, order); n != 1 {
 		t.Errorf("refunds = %d, want 1", n)
 	}
 }
 
 func TestQueuedRunIsStartedByAWorker(t *testing.T) {
 	f := newFixture(t, 0, refundYAML)
-	order := f.order(t)
-	id, err := f.eng.Enqueue(context.Background(), runtime.StartRequest{Configuration: "refund", Prompt: "Refund " + order, Owner: f.owner})
+	order := f.Order(t)
+	id, err := f.Engine.Enqueue(context.Background(), runtime.StartRequest{Configuration: "refund", Prompt: "Refund " + order, Owner: f.owner})
 	if err != nil {
 		t.Fatal(err)
 	}
 	work(t, f.engine(0), 1)
-	f.settles(t, id, runtime.StatusWaitingForApproval, 10*time.Second)
+	f.WaitStatus(t, id, runtime.StatusWaitingForApproval, 10*time.Second)
 }
 
 // A request claimed the run and died before its first step: the decision
 // is recorded, so a worker applies it and finishes the run, once.
 func TestExpiredLeaseIsRecoveredFromTheRecordedDecision(t *testing.T) {
 	f := newFixture(t, 0, refundYAML)
-	paused, order := f.waiting(t, "refund")
-	if _, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+	paused, order := f.Waiting(t, "refund")
+	if _, err := f.Engine.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
 		Decision: runtime.DecisionApprove, Actor: f.approver}); err != nil {
 		t.Fatal(err)
 	}
 	// The continuation is never run: its process died. Its lease runs out.
-	if _, err := f.db.Exec(`UPDATE runs SET lease_expires_at = NOW(6) - INTERVAL 1 SECOND WHERE id = ?`, paused.RunID); err != nil {
+	if _, err := f.DB.Exec(`UPDATE runs SET lease_expires_at = NOW(6) - INTERVAL 1 SECOND WHERE id = ?`, paused.RunID); err != nil {
 		t.Fatal(err)
 	}
 	work(t, f.engine(0), 1)
-	f.settles(t, paused.RunID, runtime.StatusCompleted, 10*time.Second)
-	if n := f.refunds(t, order); n != 1 {
+	f.WaitStatus(t, paused.RunID, runtime.StatusCompleted, 10*time.Second)
+	if n := f.Refunds(t, order); n != 1 {
 		t.Errorf("refunds = %d, want 1", n)
 	}
 	approvals := 0
-	for _, e := range f.events(t, paused.RunID) {
+	for _, e := range f.Events(t, paused.RunID) {
 		if e.Kind == runtime.KindApproval {
 			approvals++
 		}
@@ -98,34 +80,34 @@ func TestExpiredLeaseIsRecoveredFromTheRecordedDecision(t *testing.T) {
 // note and a new digest, and the write is not repeated on its own.
 func TestInterruptedWriteIsOfferedAgainNotRepeated(t *testing.T) {
 	f := newFixture(t, 0, refundYAML)
-	paused, order := f.waiting(t, "refund")
+	paused, order := f.Waiting(t, "refund")
 	ctx := context.Background()
-	if _, err := f.eng.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+	if _, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
 		Decision: runtime.DecisionApprove, Actor: f.approver}); err != nil {
 		t.Fatal(err)
 	}
 	callID := paused.Pending.Calls[0].ID
-	if _, err := f.db.Exec(`UPDATE runs SET pending_effect = ?, lease_expires_at = NOW(6) - INTERVAL 1 SECOND WHERE id = ?`,
+	if _, err := f.DB.Exec(`UPDATE runs SET pending_effect = ?, lease_expires_at = NOW(6) - INTERVAL 1 SECOND WHERE id = ?`,
 		callID, paused.RunID); err != nil {
 		t.Fatal(err)
 	}
 	work(t, f.engine(0), 1)
-	r := f.settles(t, paused.RunID, runtime.StatusWaitingForApproval, 10*time.Second)
+	r := f.WaitStatus(t, paused.RunID, runtime.StatusWaitingForApproval, 10*time.Second)
 	if r.TurnDigest == paused.Digest || r.TurnDigest == "" {
 		t.Errorf("digest after the interruption = %q, want a new one", r.TurnDigest)
 	}
-	if n := f.refunds(t, order); n != 0 {
+	if n := f.Refunds(t, order); n != 0 {
 		t.Errorf("refunds = %d: the interrupted write was repeated", n)
 	}
-	evs := f.events(t, paused.RunID)
+	evs := f.Events(t, paused.RunID)
 	if last := evs[len(evs)-1]; last.Kind != runtime.KindSuspend || !strings.Contains(string(last.Payload), "interrupted") {
 		t.Errorf("last event %s %s, want a suspension with the interrupted note", last.Kind, last.Payload)
 	}
-	out := f.decide(t, runtime.DecideRequest{RunID: paused.RunID, Digest: r.TurnDigest, Actor: f.approver})
+	out := f.Decide(t, runtime.DecideRequest{RunID: paused.RunID, Digest: r.TurnDigest, Actor: f.approver})
 	if out.Status != runtime.StatusCompleted {
 		t.Errorf("after a new approval: %+v", out)
 	}
-	if n := f.refunds(t, order); n != 1 {
+	if n := f.Refunds(t, order); n != 1 {
 		t.Errorf("refunds after the new approval = %d, want 1", n)
 	}
 }
@@ -134,7 +116,7 @@ func TestInterruptedWriteIsOfferedAgainNotRepeated(t *testing.T) {
 // boundary; a worker of another process finishes them.
 func TestDrainHandsTheRunBackToAWorker(t *testing.T) {
 	f := newFixture(t, 0, slowYAML)
-	paused, order := f.waiting(t, "slow")
+	paused, order := f.Waiting(t, "slow")
 	server := f.engine(0)
 	c, err := server.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
 		Decision: runtime.DecisionApprove, Actor: f.approver})
@@ -146,15 +128,15 @@ func TestDrainHandsTheRunBackToAWorker(t *testing.T) {
 	if out.Status != runtime.StatusDecided || out.Err != nil {
 		t.Fatalf("outcome = %+v, want the run handed back as decided", out)
 	}
-	if r := mustRun(t, f, paused.RunID); r.Status != runtime.StatusDecided || r.ClaimedBy != "" {
+	if r := f.Run(t, paused.RunID); r.Status != runtime.StatusDecided || r.ClaimedBy != "" {
 		t.Fatalf("run is %s held by %q after the hand-back", r.Status, r.ClaimedBy)
 	}
 	work(t, f.engine(0), 1)
-	f.settles(t, paused.RunID, runtime.StatusCompleted, 10*time.Second)
-	if n := f.refunds(t, order); n != 1 {
+	f.WaitStatus(t, paused.RunID, runtime.StatusCompleted, 10*time.Second)
+	if n := f.Refunds(t, order); n != 1 {
 		t.Errorf("refunds = %d, want 1", n)
 	}
-	evs := f.events(t, paused.RunID)
+	evs := f.Events(t, paused.RunID)
 	for i, e := range evs {
 		if e.Seq != i+1 {
 			t.Fatalf("event %d has seq %d: a gap or a duplicate across the hand-back", i, e.Seq)
@@ -172,8 +154,8 @@ func TestTwoWorkersExecuteEachRunOnce(t *testing.T) {
 	ids := make([]int64, runs)
 	orders := make([]string, runs)
 	for i := range runs {
-		paused, order := f.waiting(t, "refund")
-		if _, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+		paused, order := f.Waiting(t, "refund")
+		if _, err := f.Engine.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
 			Decision: runtime.DecisionApprove, Actor: f.approver, Path: runtime.PathDurable}); err != nil {
 			t.Fatal(err)
 		}
@@ -182,15 +164,15 @@ func TestTwoWorkersExecuteEachRunOnce(t *testing.T) {
 	work(t, f.engine(0), 2)
 	work(t, f.engine(0), 2)
 	for _, id := range ids {
-		f.settles(t, id, runtime.StatusCompleted, 60*time.Second)
+		f.WaitStatus(t, id, runtime.StatusCompleted, 60*time.Second)
 	}
 	for _, o := range orders {
-		if n := f.refunds(t, o); n != 1 {
+		if n := f.Refunds(t, o); n != 1 {
 			t.Errorf("order %s refunded %d times, want 1", o, n)
 		}
 	}
 	var approvals int
-	if err := f.db.Get(&approvals, `SELECT COUNT(*) FROM run_events WHERE kind = 'approval'`); err != nil {
+	if err := f.DB.Get(&approvals, `SELECT COUNT(*) FROM run_events WHERE kind = 'approval'`); err != nil {
 		t.Fatal(err)
 	}
 	if approvals != runs {

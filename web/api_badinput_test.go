@@ -80,8 +80,8 @@ func TestAPIBadInput(t *testing.T) {
 	admin := a.bearer(t, "admin", "run:start", "run:decide")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			beforeApproval, beforeInput := a.state(t, id), a.state(t, input.RunID)
-			runs := a.runCount(t)
+			beforeApproval, beforeInput := a.State(t, id), a.State(t, input.RunID)
+			runs := a.Count(t, `SELECT COUNT(*) FROM runs`)
 			got := admin.call(t, a, http.MethodPost, tt.path, tt.body, nil)
 			e := got.wantError(t, tt.wantStatus, tt.wantCode)
 			if msg, _ := e["message"].(string); !strings.Contains(msg, tt.wantMessage) {
@@ -97,9 +97,9 @@ func TestAPIBadInput(t *testing.T) {
 					t.Errorf("invalid_input fields = %v, want a message for amount", e["fields"])
 				}
 			}
-			a.unchanged(t, id, beforeApproval)
-			a.unchanged(t, input.RunID, beforeInput)
-			if n := a.runCount(t); n != runs {
+			a.Unchanged(t, id, beforeApproval)
+			a.Unchanged(t, input.RunID, beforeInput)
+			if n := a.Count(t, `SELECT COUNT(*) FROM runs`); n != runs {
 				t.Errorf("%d runs after a refused request, want %d", n, runs)
 			}
 		})
@@ -128,11 +128,11 @@ func TestAPIRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := a.state(t, tt.run.RunID)
+			before := a.State(t, tt.run.RunID)
 			got := a.bearer(t, tt.user, "run:decide").call(t, a, http.MethodPost, runPathAPI(tt.run.RunID, "/decisions"),
 				`{"turn_digest":"`+tt.run.Digest+`","decision":"`+tt.decision+`"}`, nil)
 			got.wantError(t, tt.wantStatus, tt.wantCode)
-			a.unchanged(t, tt.run.RunID, before)
+			a.Unchanged(t, tt.run.RunID, before)
 		})
 	}
 

@@ -14,7 +14,7 @@ import (
 // than that.
 func TestAPIDurableDecisionAnswers202(t *testing.T) {
 	a := newApp(t, 0, func(d *web.Deps) { d.DecisionPath = web.PathDurable })
-	paused, _ := a.waiting(t, "refund")
+	paused, _ := a.Waiting(t, "refund")
 	body := fmt.Sprintf(`{"turn_digest":%q,"decision":"approve"}`, paused.Digest)
 	got := a.bearer(t, "approver", "run:decide").call(t, a, http.MethodPost,
 		fmt.Sprintf("/api/runs/%d/decisions", paused.RunID), body, nil)
@@ -26,7 +26,7 @@ func TestAPIDurableDecisionAnswers202(t *testing.T) {
 	if m["path"] != "durable" || run["status"] != "decided" || run["id"] != float64(paused.RunID) || len(run) != 2 {
 		t.Errorf("body = %s, want the run's id and status decided, nothing more", got.body)
 	}
-	if r := a.run(t, paused.RunID); r.Status != runtime.StatusDecided {
+	if r := a.Run(t, paused.RunID); r.Status != runtime.StatusDecided {
 		t.Errorf("run is %s, want decided", r.Status)
 	}
 }

@@ -1,7 +1,7 @@
 package web_test
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 // caller sends JSON API requests one way of authenticating: a bearer token,
@@ -40,7 +41,7 @@ func withAuthorization(name, value string) caller {
 // returns it with its id.
 func (a *testApp) token(t testing.TB, user string, scopes ...string) (string, int64) {
 	t.Helper()
-	plain, tok, err := a.st.CreateToken(context.Background(), a.users[user].ID, scopes, time.Hour)
+	plain, tok, err := a.Store.CreateToken(context.Background(), a.Users[user].ID, scopes, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func (a *testApp) bearer(t testing.TB, user string, scopes ...string) caller {
 func (a *testApp) expiredBearer(t testing.TB, user string, scopes ...string) caller {
 	t.Helper()
 	plain, id := a.token(t, user, scopes...)
-	if _, err := a.db.Exec(`UPDATE api_tokens SET expires_at = NOW(6) - INTERVAL 1 SECOND WHERE id = ?`, id); err != nil {
+	if _, err := a.DB.Exec(`UPDATE api_tokens SET expires_at = NOW(6) - INTERVAL 1 SECOND WHERE id = ?`, id); err != nil {
 		t.Fatal(err)
 	}
 	return withAuthorization("expired token", "Bearer "+plain)
@@ -68,7 +69,7 @@ func (a *testApp) expiredBearer(t testing.TB, user string, scopes ...string) cal
 func (a *testApp) revokedBearer(t testing.TB, user string, scopes ...string) caller {
 	t.Helper()
 	plain, id := a.token(t, user, scopes...)
-	if err := a.st.RevokeToken(context.Background(), id); err != nil {
+	if err := a.Store.RevokeToken(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	return withAuthorization("revoked token", "Bearer "+plain)
@@ -187,17 +188,8 @@ func (r apiAnswer) lines(t testing.TB) []map[string]any {
 	if ct := r.header.Get("Content-Type"); ct != "application/x-ndjson; charset=utf-8" {
 		t.Fatalf("Content-Type = %q, want application/x-ndjson; charset=utf-8; body:\n%s", ct, r.body)
 	}
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(string(r.body)))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("line %q is not a JSON object: %v", sc.Text(), err)
-		}
-		out = append(out, m)
-	}
-	return out
+	values, _ := testrig.Split(testrig.ReadAll(t, bytes.NewReader(r.body)))
+	return values
 }
 
 // runPathAPI is /api/runs/{id} with a suffix.
@@ -218,16 +210,6 @@ func jsonBody(t testing.TB, v any) string {
 // approveBody is an approval of a turn, once.
 func approveBody(t testing.TB, digest string) string {
 	return jsonBody(t, map[string]string{"turn_digest": digest, "decision": "approve", "scope": "once"})
-}
-
-// runCount counts every run in the database.
-func (a *testApp) runCount(t testing.TB) int {
-	t.Helper()
-	var n int
-	if err := a.db.Get(&n, `SELECT COUNT(*) FROM runs`); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 var ndjsonAccept = http.Header{"Accept": {"application/x-ndjson"}}

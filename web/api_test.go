@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 // apiCase is one request a route is tried with: its path, its body, and
@@ -28,7 +29,6 @@ type apiCase struct {
 // the scope is 403. A refused request writes nothing.
 func TestAPIAuthentication(t *testing.T) {
 	a := newApp(t, 0)
-	ctx := context.Background()
 	waiting := func(t *testing.T, cfg string) (runtime.Outcome, int64) {
 		out := a.start(t, cfg, "owner", runtime.OriginInteractive)
 		return out, out.RunID
@@ -45,11 +45,7 @@ func TestAPIAuthentication(t *testing.T) {
 			http.StatusOK, []string{"approvals"}, false},
 		{http.MethodPost, "/api/runs", "run:start",
 			func(t *testing.T) apiCase {
-				a.orders++
-				order := fmt.Sprintf("API-%d", a.orders)
-				if err := a.st.CreateDemoOrder(ctx, runtime.Order{ID: order, Customer: "C", AmountCents: 100}); err != nil {
-					t.Fatal(err)
-				}
+				order := a.Order(t)
 				return apiCase{path: "/api/runs", body: jsonBody(t, map[string]any{"configuration": "refund", "prompt": "Refund " + order})}
 			},
 			http.StatusCreated, []string{"run", "steps", "outcome"}, false},
@@ -116,11 +112,11 @@ func TestAPIAuthentication(t *testing.T) {
 		for _, v := range variants {
 			t.Run(rt.method+" "+rt.route+"/"+v.name, func(t *testing.T) {
 				tc := rt.setup(t)
-				var before dbState
+				var before testrig.State
 				if tc.run != 0 {
-					before = a.state(t, tc.run)
+					before = a.State(t, tc.run)
 				}
-				runs := a.runCount(t)
+				runs := a.Count(t, `SELECT COUNT(*) FROM runs`)
 				got := v.caller(t, rt.scope).call(t, a, rt.method, tc.path, tc.body, tc.header)
 				if v.wantStatus != 0 {
 					e := got.wantError(t, v.wantStatus, v.wantCode)
@@ -135,9 +131,9 @@ func TestAPIAuthentication(t *testing.T) {
 						t.Errorf("the message repeats the token: %q", msg)
 					}
 					if tc.run != 0 {
-						a.unchanged(t, tc.run, before)
+						a.Unchanged(t, tc.run, before)
 					}
-					if n := a.runCount(t); n != runs {
+					if n := a.Count(t, `SELECT COUNT(*) FROM runs`); n != runs {
 						t.Errorf("%d runs after a refused request, want %d", n, runs)
 					}
 					return
@@ -171,11 +167,11 @@ func TestAPIAuthentication(t *testing.T) {
 func TestAPITokenUseSlidesItsExpiry(t *testing.T) {
 	a := newApp(t, 0)
 	plain, id := a.token(t, "owner", "run:read")
-	if _, err := a.db.Exec(`UPDATE api_tokens SET expires_at = NOW(6) + INTERVAL 3 SECOND WHERE id = ?`, id); err != nil {
+	if _, err := a.DB.Exec(`UPDATE api_tokens SET expires_at = NOW(6) + INTERVAL 3 SECOND WHERE id = ?`, id); err != nil {
 		t.Fatal(err)
 	}
 	withAuthorization("token", "Bearer "+plain).call(t, a, http.MethodGet, "/api/approvals", "", nil).wantKeys(t, http.StatusOK, "approvals")
-	tok, err := a.st.Token(context.Background(), id)
+	tok, err := a.Store.Token(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,13 +250,13 @@ func TestAPIStartRun(t *testing.T) {
 	body := got.wantKeys(t, http.StatusCreated, "run", "steps", "outcome")
 	run := body["run"].(map[string]any)
 	id := int64(run["id"].(float64))
-	stored := a.run(t, id)
+	stored := a.Run(t, id)
 	if run["status"] != "waiting_for_approval" || run["turn_digest"] != stored.TurnDigest || stored.TurnDigest == "" ||
 		run["configuration"] != "refund" || run["origin"] != "interactive" {
 		t.Errorf("run = %v, want refund waiting with digest %s", run, stored.TurnDigest)
 	}
-	if stored.OwnerID != a.users["other"].ID {
-		t.Errorf("owner = %d, want the caller %d", stored.OwnerID, a.users["other"].ID)
+	if stored.OwnerID != a.Users["other"].ID {
+		t.Errorf("owner = %d, want the caller %d", stored.OwnerID, a.Users["other"].ID)
 	}
 	if loc := got.header.Get("Location"); loc != runPathAPI(id, "") {
 		t.Errorf("Location = %q, want %q", loc, runPathAPI(id, ""))
@@ -327,7 +323,7 @@ func TestAPIRunVisibility(t *testing.T) {
 	if run["turn_digest"] != paused.Digest {
 		t.Errorf("waiting run's turn_digest = %v, want %s", run["turn_digest"], paused.Digest)
 	}
-	if _, err := a.eng.Cancel(context.Background(), paused.RunID, a.users["owner"].Actor()); err != nil {
+	if _, err := a.Engine.Cancel(context.Background(), paused.RunID, a.Users["owner"].Actor()); err != nil {
 		t.Fatal(err)
 	}
 	run = owner.call(t, a, http.MethodGet, runPathAPI(paused.RunID, ""), "", nil).wantKeys(t, http.StatusOK, "run")["run"].(map[string]any)
@@ -343,12 +339,12 @@ func TestAPICancel(t *testing.T) {
 	owner := a.bearer(t, "owner", "run:cancel")
 	paused := a.start(t, "refund", "owner", runtime.OriginInteractive)
 
-	before := a.state(t, paused.RunID)
+	before := a.State(t, paused.RunID)
 	a.bearer(t, "other", "run:cancel").call(t, a, http.MethodDelete, runPathAPI(paused.RunID, ""), "", nil).
 		wantError(t, http.StatusNotFound, "not_found")
 	a.bearer(t, "approver", "run:cancel").call(t, a, http.MethodDelete, runPathAPI(paused.RunID, ""), "", nil).
 		wantError(t, http.StatusNotFound, "not_found")
-	a.unchanged(t, paused.RunID, before)
+	a.Unchanged(t, paused.RunID, before)
 
 	body := owner.call(t, a, http.MethodDelete, runPathAPI(paused.RunID, ""), "", nil).wantKeys(t, http.StatusOK, "run", "cancel")
 	if body["cancel"] != "done" || body["run"].(map[string]any)["status"] != "cancelled" {
@@ -357,9 +353,9 @@ func TestAPICancel(t *testing.T) {
 	owner.call(t, a, http.MethodDelete, runPathAPI(paused.RunID, ""), "", nil).wantError(t, http.StatusConflict, "not_waiting")
 
 	// A run that is running stops at its next step boundary.
-	crawl, _ := a.waiting(t, "crawl")
-	c, err := a.eng.Decide(context.Background(), runtime.DecideRequest{RunID: crawl.RunID, Digest: crawl.Digest,
-		Decision: runtime.DecisionApprove, Actor: a.users["admin"].Actor(), Path: runtime.PathRequest})
+	crawl, _ := a.Waiting(t, "crawl")
+	c, err := a.Engine.Decide(context.Background(), runtime.DecideRequest{RunID: crawl.RunID, Digest: crawl.Digest,
+		Decision: runtime.DecisionApprove, Actor: a.Users["admin"].Actor(), Path: runtime.PathRequest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +411,7 @@ func wantStreamShape(t *testing.T, lines []map[string]any, terminal string, cont
 // streams like the playground, steps with their content for the owner.
 func TestAPIDecisionStreams(t *testing.T) {
 	a := newApp(t, 0)
-	paused, order := a.waiting(t, "refund")
+	paused, order := a.Waiting(t, "refund")
 	got := a.bearer(t, "owner", "run:decide").call(t, a, http.MethodPost, runPathAPI(paused.RunID, "/decisions"),
 		approveBody(t, paused.Digest), ndjsonAccept)
 	if got.status != http.StatusOK {
@@ -431,19 +427,19 @@ func TestAPIDecisionStreams(t *testing.T) {
 	if last := lines[len(lines)-1]; !strings.Contains(fmt.Sprint(last["answer"]), "MARKER-ANSWER") {
 		t.Errorf("done line = %v, want the answer", last)
 	}
-	if n := a.refunds(t, order); n != 1 {
+	if n := a.Refunds(t, order); n != 1 {
 		t.Errorf("%d refunds, want 1", n)
 	}
 
 	// Input too, as one document.
-	input, _ := a.waiting(t, "input")
+	input, _ := a.Waiting(t, "input")
 	body := a.bearer(t, "owner", "run:decide").call(t, a, http.MethodPost, runPathAPI(input.RunID, "/input"),
 		jsonBody(t, map[string]any{"turn_digest": input.Digest, "input": map[string]any{"amount": 250}}), nil).
 		wantKeys(t, http.StatusOK, "steps", "outcome")
 	if out := body["outcome"].(map[string]any); out["type"] != "done" || out["answer"] != "thanks" {
 		t.Errorf("outcome = %v, want done with the answer", out)
 	}
-	if got := a.run(t, input.RunID).Status; got != runtime.StatusCompleted {
+	if got := a.Run(t, input.RunID).Status; got != runtime.StatusCompleted {
 		t.Errorf("run is %s, want completed", got)
 	}
 }
@@ -456,7 +452,7 @@ func TestAPIDecisionHidesContentFromApprovers(t *testing.T) {
 	approver := a.bearer(t, "approver", "run:decide")
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			paused, _ := a.waiting(t, "refund")
+			paused, _ := a.Waiting(t, "refund")
 			var header http.Header
 			if stream {
 				header = ndjsonAccept
@@ -496,7 +492,7 @@ func TestAPIConcurrentDecisions(t *testing.T) {
 	admin := a.bearer(t, "admin", "run:decide")
 	for i := range 4 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			paused, order := a.waiting(t, "slow")
+			paused, order := a.Waiting(t, "slow")
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			answers := make([]apiAnswer, 2)
@@ -526,10 +522,10 @@ func TestAPIConcurrentDecisions(t *testing.T) {
 			if won != 1 {
 				t.Errorf("%d decisions continued the run, want exactly 1", won)
 			}
-			if n := a.refunds(t, order); n != 1 {
+			if n := a.Refunds(t, order); n != 1 {
 				t.Errorf("%d refunds, want exactly 1", n)
 			}
-			if s := a.state(t, paused.RunID); s.Decisions != 1 || s.Run.Status != runtime.StatusCompleted {
+			if s := a.State(t, paused.RunID); s.Decisions != 1 || s.Run.Status != runtime.StatusCompleted {
 				t.Errorf("run %s with %d decisions, want completed with 1", s.Run.Status, s.Decisions)
 			}
 		})

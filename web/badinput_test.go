@@ -117,15 +117,15 @@ func TestBadRequestsClaimNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			paused, _ := a.waiting(t, "refund")
+			paused, _ := a.Waiting(t, "refund")
 			c := a.signIn(t, "approver")
 			path := inboxPath(paused.RunID, "decision")
 			if tt.tokenInQuery {
 				path += "?csrf_token=" + url.QueryEscape(c.csrf)
 			}
-			before := a.state(t, paused.RunID)
+			before := a.State(t, paused.RunID)
 			res, body := c.raw(path, tt.body(t, c.csrf, paused.Digest), tt.header)
-			a.unchanged(t, paused.RunID, before)
+			a.Unchanged(t, paused.RunID, before)
 			if tt.wantFlash {
 				wantRedirect(t, res, "/inbox")
 				if got, want := c.flashText(), "Run "+itoa(paused.RunID)+": the reason must be valid text of at most 2000 characters."; got != want {
@@ -138,24 +138,24 @@ func TestBadRequestsClaimNothing(t *testing.T) {
 	}
 
 	t.Run("same-origin fetch gets through", func(t *testing.T) {
-		paused, _ := a.waiting(t, "refund")
+		paused, _ := a.Waiting(t, "refund")
 		c := a.signIn(t, "approver")
 		f := approve(paused.Digest)
 		f.Set("csrf_token", c.csrf)
 		res, _ := c.raw(inboxPath(paused.RunID, "decision"), f.Encode(),
 			http.Header{"Sec-Fetch-Site": {"same-origin"}, "Origin": {a.srv.URL}})
 		wantRedirect(t, res, "/inbox")
-		if got := a.run(t, paused.RunID).Status; got != runtime.StatusCompleted {
+		if got := a.Run(t, paused.RunID).Status; got != runtime.StatusCompleted {
 			t.Errorf("status = %s, want completed", got)
 		}
 	})
 	t.Run("GET on a form's address", func(t *testing.T) {
-		paused, _ := a.waiting(t, "refund")
+		paused, _ := a.Waiting(t, "refund")
 		c := a.signIn(t, "approver")
-		before := a.state(t, paused.RunID)
+		before := a.State(t, paused.RunID)
 		res, body := c.get(inboxPath(paused.RunID, "decision") + "?" + approve(paused.Digest).Encode())
 		wantErrorPage(t, res, body, http.StatusMethodNotAllowed, "Method not allowed")
-		a.unchanged(t, paused.RunID, before)
+		a.Unchanged(t, paused.RunID, before)
 	})
 	t.Run("sign-in without csrf_token", func(t *testing.T) {
 		c := a.visitor(t)
@@ -226,20 +226,20 @@ func TestStreamedRefusalsKeepTheirAnswers(t *testing.T) {
 	}{
 		{name: "stale digest", user: "approver",
 			setup: func(t *testing.T) (int64, string, url.Values) {
-				o, _ := a.waiting(t, "refund")
+				o, _ := a.Waiting(t, "refund")
 				return o.RunID, inboxPath(o.RunID, "decision"), approve("stale")
 			},
 			wantFlash: "The pending action of run %d changed; review it again."},
 		{name: "a stranger, as for no run", user: "other",
 			setup: func(t *testing.T) (int64, string, url.Values) {
-				o, _ := a.waiting(t, "refund")
+				o, _ := a.Waiting(t, "refund")
 				return o.RunID, inboxPath(o.RunID, "decision"), approve(o.Digest)
 			},
 			want404: true},
 		{name: "settled run", user: "approver",
 			setup: func(t *testing.T) (int64, string, url.Values) {
-				o, _ := a.waiting(t, "refund")
-				if _, err := a.eng.Cancel(ctx, o.RunID, a.users["owner"].Actor()); err != nil {
+				o, _ := a.Waiting(t, "refund")
+				if _, err := a.Engine.Cancel(ctx, o.RunID, a.Users["owner"].Actor()); err != nil {
 					t.Fatal(err)
 				}
 				return o.RunID, inboxPath(o.RunID, "decision"), approve(o.Digest)
@@ -247,13 +247,13 @@ func TestStreamedRefusalsKeepTheirAnswers(t *testing.T) {
 			wantFlash: "Run %d no longer waits for this decision."},
 		{name: "invalid input", user: "approver",
 			setup: func(t *testing.T) (int64, string, url.Values) {
-				o, _ := a.waiting(t, "input")
+				o, _ := a.Waiting(t, "input")
 				return o.RunID, inboxPath(o.RunID, "input"), url.Values{"turn_digest": {o.Digest}, "amount": {"-3"}, "note": {"streamed"}}
 			},
 		},
 		{name: "unknown run", user: "approver",
 			setup: func(t *testing.T) (int64, string, url.Values) {
-				o, _ := a.waiting(t, "refund")
+				o, _ := a.Waiting(t, "refund")
 				return o.RunID, "/inbox/runs/999999/decision", approve(o.Digest)
 			},
 			want404: true},
@@ -262,9 +262,9 @@ func TestStreamedRefusalsKeepTheirAnswers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := a.signIn(t, tt.user)
 			id, path, form := tt.setup(t)
-			before := a.state(t, id)
+			before := a.State(t, id)
 			res, body := c.do(c.postRequest(path, form, "application/x-ndjson"))
-			a.unchanged(t, id, before)
+			a.Unchanged(t, id, before)
 			if ct := res.Header.Get("Content-Type"); strings.Contains(ct, "ndjson") {
 				t.Errorf("Content-Type = %q: a refusal started the stream", ct)
 			}
@@ -305,15 +305,15 @@ func TestFormsRefuseBytesThatAreNotText(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := a.as(t, tt.role)
-			before, beforeInput, runs := a.state(t, paused.RunID), a.state(t, input.RunID), a.runCount(t)
+			before, beforeInput, runs := a.State(t, paused.RunID), a.State(t, input.RunID), a.Count(t, `SELECT COUNT(*) FROM runs`)
 			res, body := c.post(tt.path, tt.form)
 			wantErrorPage(t, res, body, http.StatusBadRequest, "Bad request")
 			if !strings.Contains(body, "not valid UTF-8") {
 				t.Errorf("the page does not say what is wrong:\n%s", body)
 			}
-			a.unchanged(t, paused.RunID, before)
-			a.unchanged(t, input.RunID, beforeInput)
-			if n := a.runCount(t); n != runs {
+			a.Unchanged(t, paused.RunID, before)
+			a.Unchanged(t, input.RunID, beforeInput)
+			if n := a.Count(t, `SELECT COUNT(*) FROM runs`); n != runs {
 				t.Errorf("%d runs after a refused form, want %d", n, runs)
 			}
 		})

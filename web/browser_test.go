@@ -350,29 +350,19 @@ func doubleClick(sel string) chromedp.Action[chromedp.Void] {
 	}, chromedp.NodeVisible)
 }
 
-// decisions counts the rows in decisions for a run.
-func (a *testApp) decisions(t *testing.T, runID int64) int {
-	t.Helper()
-	var n int
-	if err := a.db.GetContext(context.Background(), &n, `SELECT COUNT(*) FROM decisions WHERE run_id = ?`, runID); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // wantSettled checks the database after one decision that finished a run:
 // the run completed, exactly one decision row and, for an order, exactly
 // one refund.
 func wantSettled(t *testing.T, a *testApp, runID int64, order string) {
 	t.Helper()
-	if got := a.run(t, runID).Status; got != runtime.StatusCompleted {
+	if got := a.Run(t, runID).Status; got != runtime.StatusCompleted {
 		t.Errorf("run status = %s, want %s", got, runtime.StatusCompleted)
 	}
-	if n := a.decisions(t, runID); n != 1 {
+	if n := len(a.Decisions(t, runID)); n != 1 {
 		t.Errorf("decisions for the run = %d, want 1", n)
 	}
 	if order != "" {
-		if n := a.refunds(t, order); n != 1 {
+		if n := a.Refunds(t, order); n != 1 {
 			t.Errorf("refunds of %s = %d, want 1", order, n)
 		}
 	}
@@ -404,7 +394,7 @@ const watchProgress = `(sel) => {
 // comes back with the outcome.
 func TestBrowserStreamedApproveShowsProgress(t *testing.T) {
 	a := newApp(t, 0)
-	paused, order := a.waiting(t, "slow")
+	paused, order := a.Waiting(t, "slow")
 	b := openTab(t, a, true)
 	b.signIn("approver")
 	sel := runSelector(paused.RunID)
@@ -445,7 +435,7 @@ func TestBrowserStreamedApproveShowsProgress(t *testing.T) {
 // the run once.
 func TestBrowserDoubleClickApprovesOnce(t *testing.T) {
 	a := newApp(t, 0)
-	paused, order := a.waiting(t, "slow")
+	paused, order := a.Waiting(t, "slow")
 	b := openTab(t, a, true)
 	b.signIn("approver")
 	sel := runSelector(paused.RunID)
@@ -477,7 +467,7 @@ func TestBrowserDoubleClickApprovesOnce(t *testing.T) {
 // a plain POST answered 303 to the inbox, which shows the outcome.
 func TestBrowserNativeApproveRedirectsWithFlash(t *testing.T) {
 	a := newApp(t, 0)
-	paused, order := a.waiting(t, "refund")
+	paused, order := a.Waiting(t, "refund")
 	b := openTab(t, a, false)
 	b.signIn("approver")
 	sel := runSelector(paused.RunID)
@@ -544,7 +534,7 @@ func wantAnswer(t *testing.T, a *testApp, runID int64) {
 	t.Helper()
 	wantSettled(t, a, runID, "")
 	var raw string
-	if err := a.db.GetContext(context.Background(), &raw, `SELECT input FROM decisions WHERE run_id = ?`, runID); err != nil {
+	if err := a.DB.GetContext(context.Background(), &raw, `SELECT input FROM decisions WHERE run_id = ?`, runID); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {
@@ -561,7 +551,7 @@ func wantAnswer(t *testing.T, a *testApp, runID int64) {
 // typed; the corrected answer finishes the run.
 func TestBrowserNativeInvalidInputKeepsValues(t *testing.T) {
 	a := newApp(t, 0)
-	paused, _ := a.waiting(t, "input")
+	paused, _ := a.Waiting(t, "input")
 	b := openTab(t, a, false)
 	b.signIn("approver")
 	sel := runSelector(paused.RunID)
@@ -572,10 +562,10 @@ func TestBrowserNativeInvalidInputKeepsValues(t *testing.T) {
 	if posts := b.posts(path); len(posts) != 1 || posts[0].kind != network.ResourceTypeDocument || posts[0].status != 422 {
 		t.Errorf("input requests = %+v, want one native form POST answered 422", posts)
 	}
-	if got := a.run(t, paused.RunID).Status; got != runtime.StatusWaitingForInput {
+	if got := a.Run(t, paused.RunID).Status; got != runtime.StatusWaitingForInput {
 		t.Errorf("after the 422 the run is %s, want still %s", got, runtime.StatusWaitingForInput)
 	}
-	if n := a.decisions(t, paused.RunID); n != 0 {
+	if n := len(a.Decisions(t, paused.RunID)); n != 0 {
 		t.Errorf("after the 422 decisions = %d, want 0", n)
 	}
 
@@ -595,7 +585,7 @@ func TestBrowserNativeInvalidInputKeepsValues(t *testing.T) {
 // browser shows the server's own 422 page with the values kept.
 func TestBrowserScriptedInvalidInputFallsBackToTheServerPage(t *testing.T) {
 	a := newApp(t, 0)
-	paused, _ := a.waiting(t, "input")
+	paused, _ := a.Waiting(t, "input")
 	b := openTab(t, a, true)
 	b.signIn("approver")
 	sel := runSelector(paused.RunID)
@@ -611,7 +601,7 @@ func TestBrowserScriptedInvalidInputFallsBackToTheServerPage(t *testing.T) {
 		posts[1].kind != network.ResourceTypeDocument || posts[1].status != 422 {
 		t.Errorf("input requests = %+v, want a streamed fetch answered 422, then a native form POST answered 422", posts)
 	}
-	if n := a.decisions(t, paused.RunID); n != 0 {
+	if n := len(a.Decisions(t, paused.RunID)); n != 0 {
 		t.Errorf("after the 422 decisions = %d, want 0", n)
 	}
 

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,23 +11,8 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
-
-// ndLine is one line of an NDJSON stream and when the client read it.
-type ndLine struct {
-	m   map[string]any
-	raw string
-	at  time.Time
-}
-
-func (l ndLine) String() string { return l.raw }
-
-func (l ndLine) typ() string { return fmt.Sprint(l.m["type"]) }
-
-func (l ndLine) num(key string) int {
-	f, _ := l.m[key].(float64)
-	return int(f)
-}
 
 func eventsPath(id int64, query string) string {
 	p := fmt.Sprintf("/api/runs/%d/events", id)
@@ -38,9 +22,8 @@ func eventsPath(id int64, query string) string {
 	return p
 }
 
-// openEvents opens a run's event stream and hands over its lines as they
-// arrive; the channel closes when the body ends or is closed.
-func openEvents(t *testing.T, c *client, id int64, query string) (*http.Response, <-chan ndLine) {
+// openEvents opens a run's event stream, read as its lines arrive.
+func openEvents(t *testing.T, c *client, id int64, query string) (*http.Response, *testrig.Stream) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, c.base+eventsPath(id, query), nil)
 	if err != nil {
@@ -55,67 +38,14 @@ func openEvents(t *testing.T, c *client, id int64, query string) (*http.Response
 		b, _ := io.ReadAll(res.Body)
 		t.Fatalf("GET %s = %d %s, want 200", eventsPath(id, query), res.StatusCode, b)
 	}
-	lines := make(chan ndLine, 1024)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(res.Body)
-		for sc.Scan() {
-			l := ndLine{raw: sc.Text(), at: time.Now()}
-			if err := json.Unmarshal(sc.Bytes(), &l.m); err != nil {
-				t.Errorf("line %q is not JSON: %v", l.raw, err)
-				return
-			}
-			lines <- l
-		}
-	}()
-	return res, lines
-}
-
-// next returns the next line, failing the test when none comes in time.
-func next(t *testing.T, lines <-chan ndLine, d time.Duration) ndLine {
-	t.Helper()
-	select {
-	case l, ok := <-lines:
-		if !ok {
-			t.Fatal("the stream ended early")
-		}
-		return l
-	case <-time.After(d):
-		t.Fatalf("no line within %s", d)
-	}
-	return ndLine{}
-}
-
-// rest reads the lines up to the end of the stream.
-func rest(t *testing.T, lines <-chan ndLine, d time.Duration) []ndLine {
-	t.Helper()
-	var got []ndLine
-	deadline := time.After(d)
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				return got
-			}
-			got = append(got, l)
-		case <-deadline:
-			t.Fatalf("the stream did not end within %s; got %d lines", d, len(got))
-		}
-	}
+	return res, testrig.Read(t, res.Body, time.Now())
 }
 
 // storedSeqs are a run's event seqs and kinds as the database holds them.
 func (a *testApp) storedSeqs(t *testing.T, id int64) (seqs []int, kinds []string) {
 	t.Helper()
-	var rows []struct {
-		Seq  int    `db:"seq"`
-		Kind string `db:"kind"`
-	}
-	if err := a.db.Select(&rows, `SELECT seq, kind FROM run_events WHERE run_id = ? ORDER BY seq`, id); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
-		seqs, kinds = append(seqs, r.Seq), append(kinds, r.Kind)
+	for _, e := range a.Events(t, id) {
+		seqs, kinds = append(seqs, e.Seq), append(kinds, string(e.Kind))
 	}
 	return seqs, kinds
 }
@@ -148,32 +78,26 @@ func approveInBackground(t *testing.T, a *testApp, paused runtime.Outcome) <-cha
 // waitRunning waits until a decision has claimed the run.
 func (a *testApp) waitRunning(t *testing.T, id int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for a.run(t, id).Status.Waiting() {
-		if time.Now().After(deadline) {
-			t.Fatalf("run %d still waits 5 s after its approval", id)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	a.WaitRun(t, id, 5*time.Second, "claimed by its approval", func(r *runtime.Run) bool { return !r.Status.Waiting() })
 }
 
 // eventSeqs checks the event lines' shape and returns their seqs.
-func eventSeqs(t *testing.T, lines []ndLine) []int {
+func eventSeqs(t *testing.T, lines []testrig.Line) []int {
 	t.Helper()
 	var seqs []int
 	for _, l := range lines {
-		if l.typ() != "event" {
+		if l.Type() != "event" {
 			continue
 		}
 		for _, k := range []string{"seq", "kind", "round", "duration_ms", "created_at", "payload"} {
-			if _, ok := l.m[k]; !ok {
-				t.Errorf("event line %s has no %q", l.raw, k)
+			if _, ok := l.Value[k]; !ok {
+				t.Errorf("event line %s has no %q", l.Raw, k)
 			}
 		}
-		if _, ok := l.m["payload"].(map[string]any); !ok {
-			t.Errorf("event line %s: payload is not an object", l.raw)
+		if _, ok := l.Value["payload"].(map[string]any); !ok {
+			t.Errorf("event line %s: payload is not an object", l.Raw)
 		}
-		seqs = append(seqs, l.num("seq"))
+		seqs = append(seqs, l.Int("seq"))
 	}
 	return seqs
 }
@@ -192,7 +116,7 @@ func seqRange(from, to int) []int {
 // someone decides.
 func TestEventsBacklog(t *testing.T) {
 	a := newApp(t, 0)
-	paused, order := a.waiting(t, "refund")
+	paused, order := a.Waiting(t, "refund")
 	wantSeqs, wantKinds := a.storedSeqs(t, paused.RunID)
 	if len(wantSeqs) < 2 {
 		t.Fatalf("run has %d events, want a few", len(wantSeqs))
@@ -208,32 +132,32 @@ func TestEventsBacklog(t *testing.T) {
 			if got := res.Header.Get("Cache-Control"); got != "no-cache, no-transform" {
 				t.Errorf("Cache-Control = %q", got)
 			}
-			got := rest(t, lines, 5*time.Second)
+			got := lines.Rest(t, 5*time.Second)
 			if len(got) != len(wantSeqs)+2 {
 				t.Fatalf("%d lines, want attached, %d events, end: %v", len(got), len(wantSeqs), got)
 			}
 			att := got[0]
-			if att.typ() != "attached" || att.num("first_seq") != 1 || att.num("latest_seq") != wantSeqs[len(wantSeqs)-1] ||
-				att.m["status"] != string(runtime.StatusWaitingForApproval) || att.m["live"] != false {
+			if att.Type() != "attached" || att.Int("first_seq") != 1 || att.Int("latest_seq") != wantSeqs[len(wantSeqs)-1] ||
+				att.Value["status"] != string(runtime.StatusWaitingForApproval) || att.Value["live"] != false {
 				t.Errorf("first line = %s, want attached, first_seq 1, latest_seq %d, waiting_for_approval, not live",
-					att.raw, wantSeqs[len(wantSeqs)-1])
+					att.Raw, wantSeqs[len(wantSeqs)-1])
 			}
 			events := got[1 : len(got)-1]
 			if gotSeqs := eventSeqs(t, events); !slices.Equal(gotSeqs, wantSeqs) {
 				t.Errorf("event seqs = %v, want %v", gotSeqs, wantSeqs)
 			}
 			for i, l := range events {
-				if l.m["kind"] != wantKinds[i] {
-					t.Errorf("event %d kind = %v, want %s", l.num("seq"), l.m["kind"], wantKinds[i])
+				if l.Value["kind"] != wantKinds[i] {
+					t.Errorf("event %d kind = %v, want %s", l.Int("seq"), l.Value["kind"], wantKinds[i])
 				}
 				for _, secret := range []string{"MARKER", order} {
-					if strings.Contains(l.raw, secret) {
-						t.Errorf("event line %s shows %q past the metadata privacy filter", l.raw, secret)
+					if strings.Contains(l.Raw, secret) {
+						t.Errorf("event line %s shows %q past the metadata privacy filter", l.Raw, secret)
 					}
 				}
 			}
-			if end := got[len(got)-1]; end.typ() != "end" || end.m["status"] != string(runtime.StatusWaitingForApproval) {
-				t.Errorf("last line = %s, want end with waiting_for_approval", end.raw)
+			if end := got[len(got)-1]; end.Type() != "end" || end.Value["status"] != string(runtime.StatusWaitingForApproval) {
+				t.Errorf("last line = %s, want end with waiting_for_approval", end.Raw)
 			}
 		})
 	}
@@ -244,8 +168,8 @@ func TestEventsBacklog(t *testing.T) {
 // request is still running it, with consecutive seqs, then end.
 func TestEventsFollowAnotherRequestsContinuation(t *testing.T) {
 	a := newApp(t, 0)
-	paused, _ := a.waiting(t, "slow")
-	before := a.events(t, paused.RunID)
+	paused, _ := a.Waiting(t, "slow")
+	before := len(a.Events(t, paused.RunID))
 	owner := a.signIn(t, "owner")
 
 	// A waiting run's stream ends at once, so the follower
@@ -253,14 +177,14 @@ func TestEventsFollowAnotherRequestsContinuation(t *testing.T) {
 	approved := approveInBackground(t, a, paused)
 	a.waitRunning(t, paused.RunID)
 	_, lines := openEvents(t, owner, paused.RunID, fmt.Sprintf("after_seq=%d", before))
-	att := next(t, lines, 5*time.Second)
-	if att.typ() != "attached" || att.m["live"] != true || att.m["status"] != string(runtime.StatusRunning) {
-		t.Fatalf("first line = %s, want attached to a live, running run", att.raw)
+	att := lines.Next(t, 5*time.Second)
+	if att.Type() != "attached" || att.Value["live"] != true || att.Value["status"] != string(runtime.StatusRunning) {
+		t.Fatalf("first line = %s, want attached to a live, running run", att.Raw)
 	}
-	if att.num("first_seq") != before+1 {
-		t.Errorf("first_seq = %d, want %d", att.num("first_seq"), before+1)
+	if att.Int("first_seq") != before+1 {
+		t.Errorf("first_seq = %d, want %d", att.Int("first_seq"), before+1)
 	}
-	got := rest(t, lines, 15*time.Second)
+	got := lines.Rest(t, 15*time.Second)
 	var finished time.Time
 	select {
 	case finished = <-approved:
@@ -268,10 +192,10 @@ func TestEventsFollowAnotherRequestsContinuation(t *testing.T) {
 		t.Fatal("the approval request did not finish")
 	}
 
-	if len(got) == 0 || got[len(got)-1].typ() != "end" || got[len(got)-1].m["status"] != string(runtime.StatusCompleted) {
+	if len(got) == 0 || got[len(got)-1].Type() != "end" || got[len(got)-1].Value["status"] != string(runtime.StatusCompleted) {
 		t.Fatalf("lines = %v, want events then end with completed", got)
 	}
-	after := a.events(t, paused.RunID)
+	after := len(a.Events(t, paused.RunID))
 	if gotSeqs := eventSeqs(t, got); !slices.Equal(gotSeqs, seqRange(before+1, after)) {
 		t.Errorf("event seqs = %v, want %v", gotSeqs, seqRange(before+1, after))
 	}
@@ -279,7 +203,7 @@ func TestEventsFollowAnotherRequestsContinuation(t *testing.T) {
 	// the approving request was still carrying the continuation out.
 	liveEarly := 0
 	for _, l := range got {
-		if l.typ() == "event" && l.num("seq") > att.num("latest_seq") && l.at.Before(finished) {
+		if l.Type() == "event" && l.Int("seq") > att.Int("latest_seq") && l.Arrived.Before(finished) {
 			liveEarly++
 		}
 	}
@@ -288,8 +212,8 @@ func TestEventsFollowAnotherRequestsContinuation(t *testing.T) {
 			finished.Format(time.StampMicro), got)
 	}
 	for _, l := range got[:len(got)-1] {
-		if l.typ() != "event" && l.typ() != "keepalive" {
-			t.Errorf("unexpected line %s", l.raw)
+		if l.Type() != "event" && l.Type() != "keepalive" {
+			t.Errorf("unexpected line %s", l.Raw)
 		}
 	}
 }
@@ -299,34 +223,34 @@ func TestEventsFollowAnotherRequestsContinuation(t *testing.T) {
 // no gap.
 func TestEventsReconnect(t *testing.T) {
 	a := newApp(t, 0)
-	paused, _ := a.waiting(t, "slow")
+	paused, _ := a.Waiting(t, "slow")
 	owner := a.signIn(t, "owner")
 	approveInBackground(t, a, paused)
 	a.waitRunning(t, paused.RunID)
 
 	res, lines := openEvents(t, owner, paused.RunID, "")
-	if att := next(t, lines, 5*time.Second); att.typ() != "attached" || att.num("first_seq") != 1 {
-		t.Fatalf("first line = %s, want attached from seq 1", att.raw)
+	if att := lines.Next(t, 5*time.Second); att.Type() != "attached" || att.Int("first_seq") != 1 {
+		t.Fatalf("first line = %s, want attached from seq 1", att.Raw)
 	}
 	var seqs []int
 	for len(seqs) < 3 {
-		if l := next(t, lines, 5*time.Second); l.typ() == "event" {
-			seqs = append(seqs, l.num("seq"))
+		if l := lines.Next(t, 5*time.Second); l.Type() == "event" {
+			seqs = append(seqs, l.Int("seq"))
 		}
 	}
 	res.Body.Close() // the connection drops
 
 	_, lines = openEvents(t, owner, paused.RunID, "after_seq=3")
-	att := next(t, lines, 5*time.Second)
-	if att.typ() != "attached" || att.num("first_seq") != 4 {
-		t.Errorf("attached after reconnecting = %s, want first_seq 4", att.raw)
+	att := lines.Next(t, 5*time.Second)
+	if att.Type() != "attached" || att.Int("first_seq") != 4 {
+		t.Errorf("attached after reconnecting = %s, want first_seq 4", att.Raw)
 	}
-	got := rest(t, lines, 15*time.Second)
-	if len(got) == 0 || got[len(got)-1].typ() != "end" || got[len(got)-1].m["status"] != string(runtime.StatusCompleted) {
+	got := lines.Rest(t, 15*time.Second)
+	if len(got) == 0 || got[len(got)-1].Type() != "end" || got[len(got)-1].Value["status"] != string(runtime.StatusCompleted) {
 		t.Fatalf("lines = %v, want end with completed last", got)
 	}
 	seqs = append(seqs, eventSeqs(t, got)...)
-	if n := a.events(t, paused.RunID); !slices.Equal(seqs, seqRange(1, n)) {
+	if n := len(a.Events(t, paused.RunID)); !slices.Equal(seqs, seqRange(1, n)) {
 		t.Errorf("seqs over both connections = %v, want 1..%d once each", seqs, n)
 	}
 }
@@ -335,22 +259,22 @@ func TestEventsReconnect(t *testing.T) {
 // says so.
 func TestEventsGapShows(t *testing.T) {
 	a := newApp(t, 0)
-	paused, _ := a.waiting(t, "refund")
-	n := a.events(t, paused.RunID)
+	paused, _ := a.Waiting(t, "refund")
+	n := len(a.Events(t, paused.RunID))
 	if n < 3 {
 		t.Fatalf("run has %d events, want at least 3", n)
 	}
-	if _, err := a.db.Exec(`DELETE FROM run_events WHERE run_id = ? AND seq = 2`, paused.RunID); err != nil {
+	if _, err := a.DB.Exec(`DELETE FROM run_events WHERE run_id = ? AND seq = 2`, paused.RunID); err != nil {
 		t.Fatal(err)
 	}
 	_, lines := openEvents(t, a.signIn(t, "owner"), paused.RunID, "after_seq=1&follow=false")
-	got := rest(t, lines, 5*time.Second)
+	got := lines.Rest(t, 5*time.Second)
 	if len(got) < 2 {
 		t.Fatalf("lines = %v", got)
 	}
 	att := got[0]
-	if att.typ() != "attached" || att.num("first_seq") != 3 || att.num("latest_seq") != n {
-		t.Errorf("attached = %s, want first_seq 3 (> after_seq+1) and latest_seq %d", att.raw, n)
+	if att.Type() != "attached" || att.Int("first_seq") != 3 || att.Int("latest_seq") != n {
+		t.Errorf("attached = %s, want first_seq 3 (> after_seq+1) and latest_seq %d", att.Raw, n)
 	}
 	if gotSeqs := eventSeqs(t, got); !slices.Equal(gotSeqs, seqRange(3, n)) {
 		t.Errorf("event seqs = %v, want %v", gotSeqs, seqRange(3, n))
@@ -361,7 +285,7 @@ func TestEventsGapShows(t *testing.T) {
 // everyone else, and bad queries, get a JSON error before any line.
 func TestEventsRefusals(t *testing.T) {
 	a := newApp(t, 0)
-	paused, _ := a.waiting(t, "refund")
+	paused, _ := a.Waiting(t, "refund")
 	id := paused.RunID
 	tests := []struct {
 		name, role, path string
@@ -414,13 +338,13 @@ func TestEventsRefusals(t *testing.T) {
 // sends keepalives whenever --keepalive passes without a line.
 func TestEventsKeepalives(t *testing.T) {
 	a := newApp(t, 300*time.Millisecond)
-	paused, _ := a.waiting(t, "silent")
-	before := a.events(t, paused.RunID)
+	paused, _ := a.Waiting(t, "silent")
+	before := len(a.Events(t, paused.RunID))
 	approveInBackground(t, a, paused)
 	a.waitRunning(t, paused.RunID)
 	_, lines := openEvents(t, a.signIn(t, "owner"), paused.RunID, fmt.Sprintf("after_seq=%d", before))
-	got := rest(t, lines, 15*time.Second)
-	if len(got) == 0 || got[len(got)-1].typ() != "end" || got[len(got)-1].m["status"] != string(runtime.StatusCompleted) {
+	got := lines.Rest(t, 15*time.Second)
+	if len(got) == 0 || got[len(got)-1].Type() != "end" || got[len(got)-1].Value["status"] != string(runtime.StatusCompleted) {
 		t.Fatalf("lines = %v, want end with completed last", got)
 	}
 	// The longest run of keepalives between two lines of another kind: the
@@ -428,9 +352,9 @@ func TestEventsKeepalives(t *testing.T) {
 	most, run := 0, 0
 	for _, l := range got {
 		switch {
-		case l.typ() == "keepalive":
-			if l.raw != `{"type":"keepalive"}` {
-				t.Errorf("keepalive line = %s", l.raw)
+		case l.Type() == "keepalive":
+			if l.Raw != `{"type":"keepalive"}` {
+				t.Errorf("keepalive line = %s", l.Raw)
 			}
 			run++
 			most = max(most, run)
@@ -441,7 +365,7 @@ func TestEventsKeepalives(t *testing.T) {
 	if most < 3 {
 		t.Errorf("at most %d keepalives in a row during a 2.5 s silent step with a 300 ms keepalive, want 3 or more: %v", most, got)
 	}
-	if gotSeqs := eventSeqs(t, got); !slices.Equal(gotSeqs, seqRange(before+1, a.events(t, paused.RunID))) {
-		t.Errorf("event seqs = %v, want %d..%d", gotSeqs, before+1, a.events(t, paused.RunID))
+	if gotSeqs := eventSeqs(t, got); !slices.Equal(gotSeqs, seqRange(before+1, len(a.Events(t, paused.RunID)))) {
+		t.Errorf("event seqs = %v, want %d..%d", gotSeqs, before+1, len(a.Events(t, paused.RunID)))
 	}
 }

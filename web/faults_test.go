@@ -5,7 +5,6 @@ package web_test
 // server and a browser. In every case the run goes on server-side, once.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 	"github.com/turnstile-dev/turnstile/web"
 )
 
@@ -50,17 +50,12 @@ tools: [lookup_order, refund_order]
 // one approval, and a settle last.
 func wantConsecutive(t *testing.T, a *testApp, id int64) {
 	t.Helper()
-	seqs, kinds := a.storedSeqs(t, id)
-	if !slices.Equal(seqs, seqRange(1, len(seqs))) {
-		t.Errorf("run %d: event seqs = %v, want 1..%d", id, seqs, len(seqs))
-	}
-	approvals := 0
-	for _, k := range kinds {
-		if k == string(runtime.KindApproval) {
-			approvals++
+	evs := a.Gapless(t, id)
+	if testrig.CountKind(evs, runtime.KindApproval) != 1 || len(evs) == 0 || evs[len(evs)-1].Kind != runtime.KindSettle {
+		var kinds []runtime.EventKind
+		for _, e := range evs {
+			kinds = append(kinds, e.Kind)
 		}
-	}
-	if approvals != 1 || len(kinds) == 0 || kinds[len(kinds)-1] != string(runtime.KindSettle) {
 		t.Errorf("run %d: event kinds = %v, want one approval and a settle last", id, kinds)
 	}
 }
@@ -77,7 +72,7 @@ func TestClientAbortOnAHundredStreams(t *testing.T) {
 	}
 	runs := make([]pending, n)
 	for i := range runs {
-		runs[i].paused, runs[i].order = a.waiting(t, "hasty")
+		runs[i].paused, runs[i].order = a.Waiting(t, "hasty")
 	}
 	c := a.signIn(t, "approver")
 	reqs := make([]*http.Request, n)
@@ -95,13 +90,14 @@ func TestClientAbortOnAHundredStreams(t *testing.T) {
 				t.Errorf("run %d: %v", runs[i].paused.RunID, err)
 				return
 			}
-			defer res.Body.Close() // the client goes away after the first line
+			s := testrig.Read(t, res.Body, time.Now())
+			defer s.Close() // the client goes away after the first line
 			if res.StatusCode != http.StatusOK {
 				t.Errorf("run %d: status %d, want 200 and a stream", runs[i].paused.RunID, res.StatusCode)
 				return
 			}
-			line, err := bufio.NewReader(res.Body).ReadString('\n')
-			if err != nil || !strings.Contains(line, `"progress"`) {
+			line, err := s.Line(0, 30*time.Second)
+			if err != nil || !strings.Contains(line.Raw, `"progress"`) {
 				t.Errorf("run %d: first line %q, %v", runs[i].paused.RunID, line, err)
 			}
 		})
@@ -110,50 +106,22 @@ func TestClientAbortOnAHundredStreams(t *testing.T) {
 	wg.Wait()
 
 	// The test's database holds these runs only.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var completed int
-		if err := a.db.Get(&completed, `SELECT COUNT(*) FROM runs WHERE status = ?`, runtime.StatusCompleted); err != nil {
-			t.Fatal(err)
-		}
-		if completed == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d runs completed 60 s after their clients left", completed, n)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var completed int
+	if !testrig.Eventually(60*time.Second, func() bool {
+		completed = a.Count(t, `SELECT COUNT(*) FROM runs WHERE status = ?`, runtime.StatusCompleted)
+		return completed == n
+	}) {
+		t.Fatalf("%d of %d runs completed 60 s after their clients left", completed, n)
 	}
 	for _, r := range runs {
-		if got := a.refunds(t, r.order); got != 1 {
+		if got := a.Refunds(t, r.order); got != 1 {
 			t.Errorf("run %d: refunds of %s = %d, want 1", r.paused.RunID, r.order, got)
 		}
-		if got := a.decisions(t, r.paused.RunID); got != 1 {
+		if got := len(a.Decisions(t, r.paused.RunID)); got != 1 {
 			t.Errorf("run %d: decisions = %d, want 1", r.paused.RunID, got)
 		}
 		wantConsecutive(t, a, r.paused.RunID)
 	}
-}
-
-// startWorker runs one worker loop of the app's engine until the test
-// ends, then drains it and waits for it to return.
-func startWorker(t *testing.T, a *testApp) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.eng.Work(ctx, 1, 20*time.Millisecond)
-	}()
-	t.Cleanup(func() {
-		a.eng.Drain()
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("the worker did not return 10 s after Drain and cancel")
-		}
-	})
 }
 
 // TestEventsFollowAWorkersContinuation: a decision on the durable path
@@ -161,39 +129,39 @@ func startWorker(t *testing.T, a *testApp) {
 // worker records, live, with consecutive seqs, then end with completed.
 func TestEventsFollowAWorkersContinuation(t *testing.T) {
 	a := newApp(t, 0, func(d *web.Deps) { d.DecisionPath = web.PathDurable })
-	paused, order := a.waiting(t, "slow")
-	before := a.events(t, paused.RunID)
+	paused, order := a.Waiting(t, "slow")
+	before := len(a.Events(t, paused.RunID))
 
 	res, _ := a.signIn(t, "approver").post(inboxPath(paused.RunID, "decision"), approve(paused.Digest))
 	wantRedirect(t, res, "/inbox")
-	if got := a.run(t, paused.RunID).Status; got != runtime.StatusDecided {
+	if got := a.Run(t, paused.RunID).Status; got != runtime.StatusDecided {
 		t.Fatalf("after a durable decision the run is %s, want %s", got, runtime.StatusDecided)
 	}
-	if n := a.events(t, paused.RunID); n != before {
+	if n := len(a.Events(t, paused.RunID)); n != before {
 		t.Fatalf("a durable decision recorded %d events, want none (the worker applies it)", n-before)
 	}
 
 	_, lines := openEvents(t, a.signIn(t, "owner"), paused.RunID, fmt.Sprintf("after_seq=%d&follow=true", before))
-	att := next(t, lines, 5*time.Second)
-	if att.typ() != "attached" || att.m["live"] != true || att.m["status"] != string(runtime.StatusDecided) ||
-		att.num("first_seq") != before+1 || att.num("latest_seq") != before {
-		t.Fatalf("first line = %s, want attached to a live, decided run, first_seq %d, latest_seq %d", att.raw, before+1, before)
+	att := lines.Next(t, 5*time.Second)
+	if att.Type() != "attached" || att.Value["live"] != true || att.Value["status"] != string(runtime.StatusDecided) ||
+		att.Int("first_seq") != before+1 || att.Int("latest_seq") != before {
+		t.Fatalf("first line = %s, want attached to a live, decided run, first_seq %d, latest_seq %d", att.Raw, before+1, before)
 	}
 
-	startWorker(t, a)
-	first := next(t, lines, 10*time.Second)
+	testrig.Work(t, a.Engine, 1, 20*time.Millisecond)
+	first := lines.Next(t, 10*time.Second)
 	// The slow script sleeps 900 ms after the approval: a follower sees
 	// the approval while the worker still holds the run.
-	if status := a.run(t, paused.RunID).Status; status != runtime.StatusRunning {
+	if status := a.Run(t, paused.RunID).Status; status != runtime.StatusRunning {
 		t.Errorf("when the first event line arrived the run was %s, want %s (the follower is live)", status, runtime.StatusRunning)
 	}
-	got := append([]ndLine{first}, rest(t, lines, 20*time.Second)...)
-	if end := got[len(got)-1]; end.typ() != "end" || end.m["status"] != string(runtime.StatusCompleted) {
+	got := append([]testrig.Line{first}, lines.Rest(t, 20*time.Second)...)
+	if end := got[len(got)-1]; end.Type() != "end" || end.Value["status"] != string(runtime.StatusCompleted) {
 		t.Fatalf("lines = %v, want events then end with completed", got)
 	}
 	for _, l := range got[:len(got)-1] {
-		if l.typ() != "event" && l.typ() != "keepalive" {
-			t.Errorf("unexpected line %s", l.raw)
+		if l.Type() != "event" && l.Type() != "keepalive" {
+			t.Errorf("unexpected line %s", l.Raw)
 		}
 	}
 	wantSeqs, wantKinds := a.storedSeqs(t, paused.RunID)
@@ -202,8 +170,8 @@ func TestEventsFollowAWorkersContinuation(t *testing.T) {
 	}
 	var gotKinds []string
 	for _, l := range got {
-		if l.typ() == "event" {
-			gotKinds = append(gotKinds, fmt.Sprint(l.m["kind"]))
+		if l.Type() == "event" {
+			gotKinds = append(gotKinds, fmt.Sprint(l.Value["kind"]))
 		}
 	}
 	if !slices.Equal(gotKinds, wantKinds[before:]) || len(gotKinds) == 0 || gotKinds[0] != string(runtime.KindApproval) {
@@ -310,7 +278,7 @@ func TestBrowserCutStreamLandsOnTheInbox(t *testing.T) {
 	// cutter; newApp's cleanup still closes the server behind it.
 	a.srv = proxy
 
-	paused, order := a.waiting(t, "slow")
+	paused, order := a.Waiting(t, "slow")
 	b := openTab(t, a, true)
 	b.signIn("approver")
 	sel := runSelector(paused.RunID)
@@ -350,13 +318,7 @@ func TestBrowserCutStreamLandsOnTheInbox(t *testing.T) {
 	if len(posts) != 1 || posts[0].kind != network.ResourceTypeFetch || posts[0].status != 200 {
 		t.Errorf("decision requests = %+v, want one streamed fetch answered 200 (no native resubmission)", posts)
 	}
-	deadline = time.Now().Add(settleTimeout)
-	for a.run(t, paused.RunID).Status != runtime.StatusCompleted {
-		if time.Now().After(deadline) {
-			t.Fatalf("run is %s %s after the cut, want completed", a.run(t, paused.RunID).Status, settleTimeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	a.WaitStatus(t, paused.RunID, runtime.StatusCompleted, settleTimeout)
 	wantSettled(t, a, paused.RunID, order)
 	select {
 	case again := <-cutter.served:

@@ -1,19 +1,18 @@
 package web_test
 
 import (
-	"context"
 	"fmt"
 	"html"
 	"io"
 	"net/http"
 	"net/url"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 // More configurations for the route and refusal tests: one to switch off,
@@ -108,71 +107,8 @@ func (a *testApp) as(t testing.TB, role string) *client {
 // origin, and runs it until it pauses or settles.
 func (a *testApp) start(t testing.TB, cfg, owner string, origin runtime.Origin) runtime.Outcome {
 	t.Helper()
-	a.orders++
-	order := fmt.Sprintf("X-%d", a.orders)
-	ctx := context.Background()
-	if err := a.st.CreateDemoOrder(ctx, runtime.Order{ID: order, Customer: "MARKER-CUSTOMER", AmountCents: 4200}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := a.eng.Start(ctx, runtime.StartRequest{Configuration: cfg, Prompt: "Refund " + order,
-		Owner: a.users[owner].Actor(), Origin: origin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := c.Run(ctx, nil)
-	if out.Err != nil {
-		t.Fatalf("run of %s: %v", cfg, out.Err)
-	}
+	out, _ := a.Start(t, testrig.Launch{Configuration: cfg, Owner: owner, Origin: origin})
 	return out
-}
-
-// dbState is everything a refused request must leave as it was: the run's
-// row, its events, decisions and standing approvals, and every decision
-// and refund in the database.
-type dbState struct {
-	Run                   runtime.Run
-	Events, Decisions     int
-	Standing              int
-	AllDecisions, Refunds int
-}
-
-func (a *testApp) state(t testing.TB, id int64) dbState {
-	t.Helper()
-	s := dbState{Run: *a.run(t, id)}
-	for _, q := range []struct {
-		sql  string
-		args []any
-		dst  *int
-	}{
-		{`SELECT COUNT(*) FROM run_events WHERE run_id = ?`, []any{id}, &s.Events},
-		{`SELECT COUNT(*) FROM decisions WHERE run_id = ?`, []any{id}, &s.Decisions},
-		{`SELECT COUNT(*) FROM standing_approvals WHERE run_id = ?`, []any{id}, &s.Standing},
-		{`SELECT COUNT(*) FROM decisions`, nil, &s.AllDecisions},
-		{`SELECT COUNT(*) FROM demo_refunds`, nil, &s.Refunds},
-	} {
-		if err := a.db.Get(q.dst, q.sql, q.args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s
-}
-
-// unchanged fails the test when the database moved since before.
-func (a *testApp) unchanged(t testing.TB, id int64, before dbState) {
-	t.Helper()
-	if after := a.state(t, id); !reflect.DeepEqual(before, after) {
-		t.Errorf("the request wrote to the database:\nbefore %+v\nafter  %+v", before, after)
-	}
-}
-
-// events counts a run's stored events.
-func (a *testApp) events(t testing.TB, id int64) int {
-	t.Helper()
-	var n int
-	if err := a.db.Get(&n, `SELECT COUNT(*) FROM run_events WHERE run_id = ?`, id); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // flashText returns the flash of the next GET /inbox as the user reads it.

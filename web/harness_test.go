@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,16 +14,10 @@ import (
 
 	"github.com/alexedwards/scs/mysqlstore"
 	"github.com/alexedwards/scs/v2"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/configfile"
 	"github.com/turnstile-dev/turnstile/runtime/metrics"
-	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
-	"github.com/turnstile-dev/turnstile/runtime/schema"
-	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
-	"github.com/turnstile-dev/turnstile/store"
-	"github.com/turnstile-dev/turnstile/store/dbtest"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 	"github.com/turnstile-dev/turnstile/web"
 )
 
@@ -92,16 +85,13 @@ provider:
 tools: [lookup_order, refund_order]
 `}
 
-// testApp is the whole web layer on a real MySQL, with the demo's roles.
+// testApp is the whole web layer on a real MySQL, with the demo's roles:
+// a world whose users are admin, approver (approve grant), owner (owns the
+// runs), other (no grant, owns nothing), each with the password
+// "password", and the server in front of its engine.
 type testApp struct {
+	*testrig.World
 	srv *httptest.Server
-	db  *sqlx.DB
-	st  *store.Store
-	eng *runtime.Engine
-	// Users by role: admin, approver (approve grant), owner (owns the
-	// runs), other (no grant, owns nothing). Every password is "password".
-	users  map[string]*runtime.User
-	orders int
 }
 
 const testPassword = "password"
@@ -109,46 +99,21 @@ const testPassword = "password"
 // newApp serves the web layer with the given keepalive (10 s when zero).
 func newApp(t testing.TB, keepalive time.Duration, options ...func(*web.Deps)) *testApp {
 	t.Helper()
-	db, _ := dbtest.New(t)
-	st := store.New(db)
-	tools := builtin.Registry(builtin.Tools(st)...)
-	m := metrics.New(nil)
-	if err := m.WatchBacklog(st); err != nil {
-		t.Fatal(err)
-	}
-	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Providers: scripted.Factory, Validator: schema.New(), Metrics: m})
-	ctx := context.Background()
-	for _, y := range testConfigs {
-		cfg, err := configfile.Parse("test.yaml", []byte(y), func(n string) bool { _, ok := tools[n]; return ok })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.SaveConfiguration(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
 	hash, err := web.HashPassword(testPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &testApp{db: db, st: st, eng: eng, users: map[string]*runtime.User{}}
-	for name, u := range map[string]runtime.User{
-		"admin":    {Role: runtime.RoleAdmin},
-		"approver": {Role: runtime.RoleUser, Grants: []string{runtime.GrantApprove}},
-		"owner":    {Role: runtime.RoleUser},
-		"other":    {Role: runtime.RoleUser},
-	} {
-		u.Name, u.PasswordHash = name, hash
-		if err := st.CreateUser(ctx, &u); err != nil {
-			t.Fatal(err)
-		}
-		a.users[name] = &u
+	m := metrics.New(nil)
+	w := testrig.New(t, testrig.Configs(testConfigs...), testrig.PasswordHash(hash), testrig.Engine(runtime.Options{Metrics: m}),
+		testrig.Orders(runtime.Order{ID: "W-", Customer: "MARKER-CUSTOMER", AmountCents: 4200}), testrig.Prompt("Refund %s"))
+	if err := m.WatchBacklog(w.Store); err != nil {
+		t.Fatal(err)
 	}
 	sessions := scs.New()
-	sessionStore := mysqlstore.NewWithCleanupInterval(db.DB, 0)
-	sessions.Store = sessionStore
+	sessions.Store = mysqlstore.NewWithCleanupInterval(w.DB.DB, 0)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	deps := web.Deps{Logger: log, Ready: st, Engine: eng, Users: st, Tokens: st, Catalog: st, Events: eng, Sessions: sessions, Keepalive: keepalive, Metrics: m}
+	deps := web.Deps{Logger: log, Ready: w.Store, Engine: w.Engine, Users: w.Store, Tokens: w.Store, Catalog: w.Store,
+		Events: w.Engine, Sessions: sessions, Keepalive: keepalive, Metrics: m}
 	for _, o := range options {
 		o(&deps)
 	}
@@ -156,49 +121,9 @@ func newApp(t testing.TB, keepalive time.Duration, options ...func(*web.Deps)) *
 	if err := m.WatchSlots(server); err != nil {
 		t.Fatal(err)
 	}
-	a.srv = httptest.NewServer(server.Handler())
+	a := &testApp{World: w, srv: httptest.NewServer(server.Handler())}
 	t.Cleanup(a.srv.Close)
 	return a
-}
-
-// waiting starts a run of a configuration, owned by "owner", on a fresh
-// order, and runs it until it pauses.
-func (a *testApp) waiting(t testing.TB, cfg string) (runtime.Outcome, string) {
-	t.Helper()
-	a.orders++
-	order := "W-" + strings.Repeat("0", 3) + string(rune('0'+a.orders%10)) + time.Now().Format("150405.000000")
-	order = regexp.MustCompile(`[^A-Z0-9-]`).ReplaceAllString(order, "")
-	ctx := context.Background()
-	if err := a.st.CreateDemoOrder(ctx, runtime.Order{ID: order, Customer: "MARKER-CUSTOMER", AmountCents: 4200}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := a.eng.Start(ctx, runtime.StartRequest{Configuration: cfg, Prompt: "Refund " + order, Owner: a.users["owner"].Actor()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := c.Run(ctx, nil)
-	if !out.Status.Waiting() {
-		t.Fatalf("run of %s is %s (%v), want it waiting", cfg, out.Status, out.Err)
-	}
-	return out, order
-}
-
-func (a *testApp) run(t testing.TB, id int64) *runtime.Run {
-	t.Helper()
-	r, err := a.st.Run(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-func (a *testApp) refunds(t testing.TB, order string) int {
-	t.Helper()
-	n, err := a.st.RefundCount(context.Background(), order)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // client is a browser without JavaScript: a cookie jar, no redirects

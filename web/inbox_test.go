@@ -1,8 +1,6 @@
 package web_test
 
 import (
-	"bufio"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -11,11 +9,12 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 func TestNativeApproveRedirectsWithTheOutcome(t *testing.T) {
 	a := newApp(t, 0)
-	paused, order := a.waiting(t, "refund")
+	paused, order := a.Waiting(t, "refund")
 	c := a.signIn(t, "approver")
 	res, _ := c.post("/inbox/runs/"+strconv.FormatInt(paused.RunID, 10)+"/decision",
 		url.Values{"turn_digest": {paused.Digest}, "decision": {"approve"}, "scope": {"once"}})
@@ -25,7 +24,7 @@ func TestNativeApproveRedirectsWithTheOutcome(t *testing.T) {
 	if got, want := c.flash(), "Run "+strconv.FormatInt(paused.RunID, 10)+" completed."; got != want {
 		t.Errorf("flash = %q, want %q", got, want)
 	}
-	if n := a.refunds(t, order); n != 1 {
+	if n := a.Refunds(t, order); n != 1 {
 		t.Errorf("refunds = %d, want 1", n)
 	}
 }
@@ -39,23 +38,13 @@ func streamLines(t *testing.T, c *client, path string, form url.Values) (*http.R
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	var lines []map[string]any
-	var raw []string
-	sc := bufio.NewScanner(res.Body)
-	for sc.Scan() {
-		raw = append(raw, sc.Text())
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("line %q is not JSON: %v", sc.Text(), err)
-		}
-		lines = append(lines, m)
-	}
+	lines, raw := testrig.Split(testrig.ReadAll(t, res.Body))
 	return res, lines, raw
 }
 
 func TestStreamedApproveCountsStepsOnly(t *testing.T) {
 	a := newApp(t, 500*time.Millisecond)
-	paused, order := a.waiting(t, "silent")
+	paused, order := a.Waiting(t, "silent")
 	c := a.signIn(t, "approver")
 	res, lines, raw := streamLines(t, c, "/inbox/runs/"+strconv.FormatInt(paused.RunID, 10)+"/decision",
 		url.Values{"turn_digest": {paused.Digest}, "decision": {"approve"}})
@@ -107,26 +96,21 @@ func TestStreamedApproveCountsStepsOnly(t *testing.T) {
 
 func TestClientAbortTheRunStillSettles(t *testing.T) {
 	a := newApp(t, 0)
-	paused, order := a.waiting(t, "slow")
+	paused, order := a.Waiting(t, "slow")
 	c := a.signIn(t, "approver")
 	res, err := c.http.Do(c.postRequest("/inbox/runs/"+strconv.FormatInt(paused.RunID, 10)+"/decision",
 		url.Values{"turn_digest": {paused.Digest}, "decision": {"approve"}}, "application/x-ndjson"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, err := bufio.NewReader(res.Body).ReadString('\n')
-	if err != nil || !strings.Contains(line, `"progress"`) {
+	s := testrig.Read(t, res.Body, time.Now())
+	line, err := s.Line(0, 15*time.Second)
+	if err != nil || !strings.Contains(line.Raw, `"progress"`) {
 		t.Fatalf("first line %q, %v", line, err)
 	}
-	res.Body.Close() // the client goes away after the first line
-	deadline := time.Now().Add(15 * time.Second)
-	for a.run(t, paused.RunID).Status != runtime.StatusCompleted {
-		if time.Now().After(deadline) {
-			t.Fatalf("run is %s 15 s after the client left, want completed", a.run(t, paused.RunID).Status)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := a.refunds(t, order); n != 1 {
+	s.Close() // the client goes away after the first line
+	a.WaitStatus(t, paused.RunID, runtime.StatusCompleted, 15*time.Second)
+	if n := a.Refunds(t, order); n != 1 {
 		t.Errorf("refunds = %d, want 1", n)
 	}
 }

@@ -1,9 +1,7 @@
 package web_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"sort"
@@ -18,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 // scrape is one answer of GET /metrics, parsed.
@@ -118,7 +117,7 @@ func (a *testApp) eventKinds(t testing.TB) map[string]uint64 {
 		Kind string `db:"kind"`
 		N    uint64 `db:"n"`
 	}
-	if err := a.db.Select(&rows, `SELECT kind, COUNT(*) AS n FROM run_events GROUP BY kind`); err != nil {
+	if err := a.DB.Select(&rows, `SELECT kind, COUNT(*) AS n FROM run_events GROUP BY kind`); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]uint64{}
@@ -154,7 +153,7 @@ func TestMetricsCountWhatTheServerDoes(t *testing.T) {
 
 	// A streamed approval: three silent 300 ms rounds with a 100 ms
 	// keepalive. While it runs, it holds a slot and is in flight.
-	slow, _ := a.waiting(t, "slow")
+	slow, _ := a.Waiting(t, "slow")
 	approver := a.signIn(t, "approver")
 	req := approver.postRequest("/inbox/runs/"+strconv.FormatInt(slow.RunID, 10)+"/decision",
 		url.Values{"turn_digest": {slow.Digest}, "decision": {"approve"}}, "application/x-ndjson")
@@ -163,17 +162,9 @@ func TestMetricsCountWhatTheServerDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := map[string]float64{}
-	sc := bufio.NewScanner(res.Body)
-	for sc.Scan() {
-		var l struct {
-			Type  string
-			Steps int
-		}
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
-		}
-		lines[l.Type]++
-		if l.Type == "progress" && l.Steps == 1 {
+	for l := range testrig.Read(t, res.Body, time.Now()).Each(t, 30*time.Second) {
+		lines[l.Type()]++
+		if l.Type() == "progress" && l.Int("steps") == 1 {
 			// Sent from inside the continuation, 300 ms before its next
 			// step.
 			during := a.scrapeMetrics(t)
@@ -192,7 +183,7 @@ func TestMetricsCountWhatTheServerDoes(t *testing.T) {
 
 	// Stale digests, refused on three surfaces; each claim is lost.
 	stale := strings.Repeat("0", 64)
-	waiting, _ := a.waiting(t, "refund")
+	waiting, _ := a.Waiting(t, "refund")
 	id := strconv.FormatInt(waiting.RunID, 10)
 	if res, _ := approver.post("/inbox/runs/"+id+"/decision",
 		url.Values{"turn_digest": {stale}, "decision": {"approve"}}); res.StatusCode != http.StatusSeeOther {
@@ -209,13 +200,13 @@ func TestMetricsCountWhatTheServerDoes(t *testing.T) {
 	a.session(t, "approver").call(t, a, http.MethodGet, "/api/runs/x", "", nil).wantError(t, http.StatusNotFound, "not_found")
 
 	// A durable decision: recorded, and waiting for a worker.
-	c, err := a.eng.Decide(ctx, runtime.DecideRequest{RunID: waiting.RunID, Digest: waiting.Digest,
-		Decision: runtime.DecisionDeny, Actor: a.users["approver"].Actor(), Path: runtime.PathDurable})
+	c, err := a.Engine.Decide(ctx, runtime.DecideRequest{RunID: waiting.RunID, Digest: waiting.Digest,
+		Decision: runtime.DecisionDeny, Actor: a.Users["approver"].Actor(), Path: runtime.PathDurable})
 	if err != nil || c != nil {
 		t.Fatalf("durable decision: %v, %v", c, err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	if err := a.st.Heartbeat(ctx, "metrics-test", "host", 1); err != nil {
+	if err := a.Store.Heartbeat(ctx, "metrics-test", "host", 1); err != nil {
 		t.Fatal(err)
 	}
 
@@ -264,19 +255,19 @@ func TestMetricsCountWhatTheServerDoes(t *testing.T) {
 
 	// A worker carries the durable decision out, and takes over a run
 	// whose holder died (its lease expired): a lease recovery.
-	held, err := a.eng.Start(ctx, runtime.StartRequest{Configuration: "refund", Prompt: "Refund W-1",
-		Owner: a.users["owner"].Actor()})
+	held, err := a.Engine.Start(ctx, runtime.StartRequest{Configuration: "refund", Prompt: "Refund W-1",
+		Owner: a.Users["owner"].Actor()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.db.Exec(`UPDATE runs SET lease_expires_at = NOW(6) - INTERVAL 1 SECOND WHERE id = ?`, held.RunID()); err != nil {
+	if _, err := a.DB.Exec(`UPDATE runs SET lease_expires_at = NOW(6) - INTERVAL 1 SECOND WHERE id = ?`, held.RunID()); err != nil {
 		t.Fatal(err)
 	}
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { a.eng.Work(wctx, 1, 10*time.Millisecond) })
+	wg.Go(func() { a.Engine.Work(wctx, 1, 10*time.Millisecond) })
 	deadline := time.Now().Add(20 * time.Second)
-	for (a.run(t, held.RunID()).Status == runtime.StatusRunning || a.run(t, waiting.RunID).Status == runtime.StatusDecided) &&
+	for (a.Run(t, held.RunID()).Status == runtime.StatusRunning || a.Run(t, waiting.RunID).Status == runtime.StatusDecided) &&
 		time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -309,14 +300,8 @@ func TestMetricsCountPlaygroundStreamLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	var steps, terminal float64
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var l struct{ Type string }
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
-		}
-		switch l.Type {
+	for _, l := range testrig.ReadAll(t, res.Body) {
+		switch l.Type() {
 		case "step":
 			steps++
 		case "keepalive":

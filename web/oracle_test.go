@@ -22,7 +22,7 @@ import (
 func TestStrangerLearnsNothing(t *testing.T) {
 	a := newApp(t, 0)
 	ctx := context.Background()
-	owner := a.users["owner"].Actor()
+	owner := a.Users["owner"].Actor()
 
 	// states are runs owned by "owner", each in one state, with the digest
 	// a decider would have seen.
@@ -41,14 +41,14 @@ func TestStrangerLearnsNothing(t *testing.T) {
 	o = a.start(t, "refund", "owner", runtime.OriginProcess)
 	add("a process run waiting", o.RunID, o.Digest)
 	o = a.start(t, "refund", "owner", runtime.OriginInteractive)
-	if _, err := a.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve",
-		Actor: a.users["approver"].Actor(), Path: runtime.PathDurable}); err != nil {
+	if _, err := a.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve",
+		Actor: a.Users["approver"].Actor(), Path: runtime.PathDurable}); err != nil {
 		t.Fatal(err)
 	}
 	add("decided, for a worker", o.RunID, o.Digest)
 	o = a.start(t, "refund", "owner", runtime.OriginInteractive)
-	c, err := a.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve",
-		Actor: a.users["approver"].Actor(), Path: runtime.PathRequest})
+	c, err := a.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest, Decision: "approve",
+		Actor: a.Users["approver"].Actor(), Path: runtime.PathRequest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,18 +59,18 @@ func TestStrangerLearnsNothing(t *testing.T) {
 	// already_resuming, which confirmed the guess.
 	add("completed, its decided digest", o.RunID, o.Digest)
 	o = a.start(t, "refund", "owner", runtime.OriginInteractive)
-	if _, err := a.eng.Cancel(ctx, o.RunID, owner); err != nil {
+	if _, err := a.Engine.Cancel(ctx, o.RunID, owner); err != nil {
 		t.Fatal(err)
 	}
 	add("cancelled", o.RunID, o.Digest)
-	running, err := a.eng.Start(ctx, runtime.StartRequest{Configuration: "refund", Prompt: "Refund X-running", Owner: owner})
+	running, err := a.Engine.Start(ctx, runtime.StartRequest{Configuration: "refund", Prompt: "Refund X-running", Owner: owner})
 	if err != nil {
 		t.Fatal(err)
 	}
 	add("running, held by a continuation", running.RunID(), states[0].digest)
 
 	var last int64
-	if err := a.db.Get(&last, `SELECT MAX(id) FROM runs`); err != nil {
+	if err := a.DB.Get(&last, `SELECT MAX(id) FROM runs`); err != nil {
 		t.Fatal(err)
 	}
 	missing := last + 1000
@@ -140,14 +140,14 @@ func TestStrangerLearnsNothing(t *testing.T) {
 				t.Fatalf("a missing run answers %d, want 404:\n%s", want.status, want.body)
 			}
 			for _, st := range states {
-				before := a.state(t, st.id)
+				before := a.State(t, st.id)
 				got := s.send(t, st.id, st.digest)
 				if got.status != want.status || got.location != want.location ||
 					sameID(got.body, st.id) != sameID(want.body, missing) {
 					t.Errorf("%s: a stranger is told %d %q\n%s\nwhere a missing run is %d %q\n%s",
 						st.name, got.status, got.location, sameID(got.body, st.id), want.status, want.location, sameID(want.body, missing))
 				}
-				a.unchanged(t, st.id, before)
+				a.Unchanged(t, st.id, before)
 			}
 		})
 	}

@@ -44,14 +44,14 @@ func TestNativeDecisionFlashesTheOutcome(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			paused, _ := a.waiting(t, tt.cfg)
+			paused, _ := a.Waiting(t, tt.cfg)
 			c := a.signIn(t, "approver")
 			res, _ := c.post(inboxPath(paused.RunID, tt.action), tt.form(paused.Digest))
 			wantRedirect(t, res, "/inbox")
 			if got, want := c.flashText(), fmt.Sprintf(tt.wantFlash, paused.RunID); got != want {
 				t.Errorf("flash = %q, want %q", got, want)
 			}
-			run := a.run(t, paused.RunID)
+			run := a.Run(t, paused.RunID)
 			if run.Status != tt.wantStatus || run.TerminationReason != tt.wantReason {
 				t.Errorf("run is %s (%q), want %s (%q)", run.Status, run.TerminationReason, tt.wantStatus, tt.wantReason)
 			}
@@ -72,7 +72,7 @@ func TestNativeDecisionFlashesTheOutcome(t *testing.T) {
 // next step, and the approver's flash says it was cancelled.
 func TestCancelWhileADecisionRuns(t *testing.T) {
 	a := newApp(t, 0)
-	paused, _ := a.waiting(t, "crawl")
+	paused, _ := a.Waiting(t, "crawl")
 	id := paused.RunID
 	approver := a.signIn(t, "approver")
 	owner := a.signIn(t, "owner")
@@ -93,13 +93,7 @@ func TestCancelWhileADecisionRuns(t *testing.T) {
 		done <- answer{res, err}
 	}()
 
-	deadline := time.Now().Add(10 * time.Second)
-	for a.run(t, id).Status != runtime.StatusRunning {
-		if time.Now().After(deadline) {
-			t.Fatalf("run %d is %s 10 s after the approval, want running", id, a.run(t, id).Status)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	a.WaitStatus(t, id, runtime.StatusRunning, 10*time.Second)
 	res, _ := owner.post(runPath(id, "/cancel"), url.Values{})
 	wantRedirect(t, res, runPath(id, ""))
 	if got, want := owner.flashText(), fmt.Sprintf("Run %d stops at its next step.", id); got != want {
@@ -119,7 +113,7 @@ func TestCancelWhileADecisionRuns(t *testing.T) {
 	if got, want := approver.flashText(), fmt.Sprintf("Run %d was cancelled.", id); got != want {
 		t.Errorf("approver's flash = %q, want %q", got, want)
 	}
-	if run := a.run(t, id); run.Status != runtime.StatusCancelled || run.TerminationReason != runtime.ReasonCancelled {
+	if run := a.Run(t, id); run.Status != runtime.StatusCancelled || run.TerminationReason != runtime.ReasonCancelled {
 		t.Errorf("run is %s (%q), want cancelled", run.Status, run.TerminationReason)
 	}
 }

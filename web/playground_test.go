@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 	"github.com/turnstile-dev/turnstile/web"
 )
 
@@ -32,11 +32,7 @@ const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*
 // with the order.
 func pgPrompt(t *testing.T, a *testApp) (prompt, order string) {
 	t.Helper()
-	a.orders++
-	order = fmt.Sprintf("PG-%d", a.orders)
-	if err := a.st.CreateDemoOrder(context.Background(), runtime.Order{ID: order, Customer: "MARKER-CUSTOMER", AmountCents: 4200}); err != nil {
-		t.Fatal(err)
-	}
+	order = a.Order(t)
 	return "Refund " + order, order
 }
 
@@ -58,21 +54,7 @@ func pgStream(t *testing.T, c *client, path string, form url.Values) (*http.Resp
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("POST %s: status %d, want 200", path, res.StatusCode)
 	}
-	var lines []map[string]any
-	var raw []string
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		raw = append(raw, sc.Text())
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("line %q is not JSON: %v", sc.Text(), err)
-		}
-		lines = append(lines, m)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	lines, raw := testrig.Split(testrig.ReadAll(t, res.Body))
 	return res, lines, raw
 }
 
@@ -183,7 +165,7 @@ func TestPlaygroundByRole(t *testing.T) {
 			}
 			prompt, _ := pgPrompt(t, a)
 			var before int
-			if err := a.db.Get(&before, `SELECT COUNT(*) FROM runs`); err != nil {
+			if err := a.DB.Get(&before, `SELECT COUNT(*) FROM runs`); err != nil {
 				t.Fatal(err)
 			}
 			res, body = c.post("/playground/runs", url.Values{"configuration": {"refund"}, "prompt": {prompt}, "stream": {"1"}})
@@ -193,7 +175,7 @@ func TestPlaygroundByRole(t *testing.T) {
 				wantErrorPage(t, res, body, http.StatusNotFound, "Not found")
 			}
 			var after int
-			if err := a.db.Get(&after, `SELECT COUNT(*) FROM runs`); err != nil {
+			if err := a.DB.Get(&after, `SELECT COUNT(*) FROM runs`); err != nil {
 				t.Fatal(err)
 			}
 			if after != before {
@@ -232,8 +214,8 @@ func TestPlaygroundStreamShowsEverything(t *testing.T) {
 		t.Fatalf("terminal line = %v, want awaiting_approval", term)
 	}
 	id := runIDOf(t, term)
-	run := a.run(t, id)
-	if run.OwnerID != a.users["admin"].ID || run.Origin != runtime.OriginInteractive {
+	run := a.Run(t, id)
+	if run.OwnerID != a.Users["admin"].ID || run.Origin != runtime.OriginInteractive {
 		t.Errorf("run %d is owned by %d with origin %s, want the admin's interactive run", id, run.OwnerID, run.Origin)
 	}
 	digest, _ := term["turn_digest"].(string)
@@ -249,7 +231,7 @@ func TestPlaygroundStreamShowsEverything(t *testing.T) {
 	if call["name"] != "refund_order" || args["order_id"] != order || args["reason"] != "MARKER-ARG" {
 		t.Errorf("pending call = %v, want refund_order of %s with its arguments", call, order)
 	}
-	if n := a.refunds(t, order); n != 0 {
+	if n := a.Refunds(t, order); n != 0 {
 		t.Fatalf("refunds before the approval = %d", n)
 	}
 	lastSeq := steps[len(steps)-1]["seq"].(float64)
@@ -272,10 +254,10 @@ func TestPlaygroundStreamShowsEverything(t *testing.T) {
 	if _, ok := term["usage"].(map[string]any); !ok {
 		t.Errorf("done line has no usage: %v", term)
 	}
-	if got := a.run(t, id).Status; got != runtime.StatusCompleted {
+	if got := a.Run(t, id).Status; got != runtime.StatusCompleted {
 		t.Errorf("run status = %s, want completed", got)
 	}
-	if n := a.refunds(t, order); n != 1 {
+	if n := a.Refunds(t, order); n != 1 {
 		t.Errorf("refunds = %d, want exactly 1", n)
 	}
 }
@@ -323,7 +305,7 @@ func TestPlaygroundDocument(t *testing.T) {
 			if doc.Outcome["type"] != "done" || len(doc.Steps) == 0 {
 				t.Errorf("after the approval: outcome %v with %d steps, want done", doc.Outcome, len(doc.Steps))
 			}
-			if n := a.refunds(t, order); n != 1 {
+			if n := a.Refunds(t, order); n != 1 {
 				t.Errorf("refunds = %d, want 1", n)
 			}
 		})
@@ -382,7 +364,7 @@ func TestPlaygroundWithoutJavaScript(t *testing.T) {
 		prompt, order := pgPrompt(t, a)
 		body := native(t, "/playground/runs", url.Values{"configuration": {"refund"}, "prompt": {prompt}})
 		id := a.latestRun(t)
-		digest := a.run(t, id).TurnDigest
+		digest := a.Run(t, id).TurnDigest
 		for _, want := range []string{
 			`data-testid="playground-step"`, "MARKER-TEXT", `data-event="awaiting_approval"`,
 			`<code class="tool">refund_order</code>`, "MARKER-ARG", fmt.Sprintf(pgResumeForm, id),
@@ -397,7 +379,7 @@ func TestPlaygroundWithoutJavaScript(t *testing.T) {
 		if !strings.Contains(body, `data-event="done"`) || !strings.Contains(body, "MARKER-ANSWER") {
 			t.Errorf("after the approval the page shows no answer:\n%s", body)
 		}
-		if n := a.refunds(t, order); n != 1 {
+		if n := a.Refunds(t, order); n != 1 {
 			t.Errorf("refunds = %d, want 1", n)
 		}
 	})
@@ -422,7 +404,7 @@ func TestPlaygroundWithoutJavaScript(t *testing.T) {
 				t.Errorf("the input pause has no %s:\n%s", want, body)
 			}
 		}
-		body = native(t, pgPath(id, "input"), answerForm(a.run(t, id).TurnDigest))
+		body = native(t, pgPath(id, "input"), answerForm(a.Run(t, id).TurnDigest))
 		if !strings.Contains(body, `data-event="done"`) || !strings.Contains(body, "thanks") {
 			t.Errorf("after the answer the page shows no answer:\n%s", body)
 		}
@@ -433,7 +415,7 @@ func TestPlaygroundWithoutJavaScript(t *testing.T) {
 func (a *testApp) latestRun(t *testing.T) int64 {
 	t.Helper()
 	var id int64
-	if err := a.db.Get(&id, `SELECT MAX(id) FROM runs`); err != nil {
+	if err := a.DB.Get(&id, `SELECT MAX(id) FROM runs`); err != nil {
 		t.Fatal(err)
 	}
 	return id
@@ -468,7 +450,7 @@ func TestPlaygroundRefusals(t *testing.T) {
 				}
 				return o.RunID, pgPath(o.RunID, "resume"), approve(o.Digest)
 			},
-			wantDigest: func(id int64) string { return a.run(t, id).TurnDigest }},
+			wantDigest: func(id int64) string { return a.Run(t, id).TurnDigest }},
 		{name: "invalid_input: not a number", wantStatus: http.StatusUnprocessableEntity, wantCode: "invalid_input", wantField: "amount",
 			setup: func(t *testing.T) (int64, string, url.Values) {
 				o := admin("input")
@@ -489,7 +471,7 @@ func TestPlaygroundRefusals(t *testing.T) {
 		{name: "not_waiting: cancelled", wantStatus: http.StatusConflict, wantCode: "not_waiting",
 			setup: func(t *testing.T) (int64, string, url.Values) {
 				o := admin("refund")
-				if _, err := a.eng.Cancel(context.Background(), o.RunID, a.users["admin"].Actor()); err != nil {
+				if _, err := a.Engine.Cancel(context.Background(), o.RunID, a.Users["admin"].Actor()); err != nil {
 					t.Fatal(err)
 				}
 				return o.RunID, pgPath(o.RunID, "resume"), approve(o.Digest)
@@ -519,9 +501,9 @@ func TestPlaygroundRefusals(t *testing.T) {
 		for _, accept := range []string{"", browserAccept} {
 			t.Run(tt.name+"/Accept "+accept, func(t *testing.T) {
 				id, path, form := tt.setup(t)
-				before := a.state(t, id)
+				before := a.State(t, id)
 				res, body := c.do(c.postRequest(path, form, accept))
-				a.unchanged(t, id, before)
+				a.Unchanged(t, id, before)
 				if accept == browserAccept && form.Get("stream") != "1" {
 					wantPlaygroundPage(t, c, res, body, tt.wantStatus, tt.wantField)
 					return
@@ -626,7 +608,7 @@ func TestPlaygroundKeepalives(t *testing.T) {
 	if term["type"] != "done" {
 		t.Errorf("terminal line = %v, want done", term)
 	}
-	if n := a.refunds(t, order); n != 1 {
+	if n := a.Refunds(t, order); n != 1 {
 		t.Errorf("refunds = %d, want 1", n)
 	}
 }
@@ -713,7 +695,7 @@ func TestBrowserPlaygroundInputForm(t *testing.T) {
 		chromedp.SetAttributeValue(chromedp.CSS(form), "novalidate", ""),
 		chromedp.Click(chromedp.CSS(form+` button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(form+` [data-testid="field-error"][data-field="amount"]`)))
-	if got := a.run(t, id).Status; got != runtime.StatusWaitingForInput {
+	if got := a.Run(t, id).Status; got != runtime.StatusWaitingForInput {
 		t.Errorf("after the refusal the run is %s", got)
 	}
 
@@ -750,9 +732,9 @@ func TestBrowserPlaygroundWithoutJavaScript(t *testing.T) {
 func TestPlaygroundBusy(t *testing.T) {
 	a := newApp(t, 0)
 	sessions := scs.New()
-	sessions.Store = mysqlstore.NewWithCleanupInterval(a.db.DB, 0)
-	srv := httptest.NewServer(web.New(web.Deps{Logger: slog.New(slog.DiscardHandler), Ready: a.st, Engine: a.eng,
-		Users: a.st, Catalog: a.st, Events: a.eng, Sessions: sessions, MaxContinuations: 1}).Handler())
+	sessions.Store = mysqlstore.NewWithCleanupInterval(a.DB.DB, 0)
+	srv := httptest.NewServer(web.New(web.Deps{Logger: slog.New(slog.DiscardHandler), Ready: a.Store, Engine: a.Engine,
+		Users: a.Store, Catalog: a.Store, Events: a.Engine, Sessions: sessions, MaxContinuations: 1}).Handler())
 	t.Cleanup(srv.Close)
 	one := *a
 	one.srv = srv
@@ -771,7 +753,7 @@ func TestPlaygroundBusy(t *testing.T) {
 	}
 
 	var before int
-	if err := a.db.Get(&before, `SELECT COUNT(*) FROM runs`); err != nil {
+	if err := a.DB.Get(&before, `SELECT COUNT(*) FROM runs`); err != nil {
 		t.Fatal(err)
 	}
 	busy, body := c.post("/playground/runs", url.Values{"configuration": {"refund"}, "prompt": {"Refund X-1"}, "stream": {"1"}})
@@ -779,7 +761,7 @@ func TestPlaygroundBusy(t *testing.T) {
 		t.Errorf("a start with every slot taken = %d (Retry-After %q) %s, want 503 busy", busy.StatusCode, busy.Header.Get("Retry-After"), body)
 	}
 	var after int
-	if err := a.db.Get(&after, `SELECT COUNT(*) FROM runs`); err != nil {
+	if err := a.DB.Get(&after, `SELECT COUNT(*) FROM runs`); err != nil {
 		t.Fatal(err)
 	}
 	if after != before {

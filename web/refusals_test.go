@@ -51,7 +51,7 @@ func TestInboxRefusals(t *testing.T) {
 		{name: "not_waiting: a settled run", user: "approver",
 			setup: func(t *testing.T, c *client) (int64, string, url.Values) {
 				o := waiting("refund")
-				if _, err := a.eng.Cancel(ctx, o.RunID, a.users["owner"].Actor()); err != nil {
+				if _, err := a.Engine.Cancel(ctx, o.RunID, a.Users["owner"].Actor()); err != nil {
 					t.Fatal(err)
 				}
 				return o.RunID, inboxPath(o.RunID, "decision"), approve(o.Digest)
@@ -96,7 +96,7 @@ func TestInboxRefusals(t *testing.T) {
 		{name: "inactive_configuration", user: "approver",
 			setup: func(t *testing.T, c *client) (int64, string, url.Values) {
 				o := waiting("switched-off")
-				if err := a.st.SetConfigurationActive(ctx, a.run(t, o.RunID).ConfigurationID, false); err != nil {
+				if err := a.Store.SetConfigurationActive(ctx, a.Run(t, o.RunID).ConfigurationID, false); err != nil {
 					t.Fatal(err)
 				}
 				return o.RunID, inboxPath(o.RunID, "decision"), approve(o.Digest)
@@ -111,7 +111,7 @@ func TestInboxRefusals(t *testing.T) {
 		{name: "unreadable_state", user: "approver",
 			setup: func(t *testing.T, c *client) (int64, string, url.Values) {
 				o := waiting("refund")
-				if _, err := a.db.Exec(`UPDATE runs SET state = 'not json' WHERE id = ?`, o.RunID); err != nil {
+				if _, err := a.DB.Exec(`UPDATE runs SET state = 'not json' WHERE id = ?`, o.RunID); err != nil {
 					t.Fatal(err)
 				}
 				return o.RunID, inboxPath(o.RunID, "decision"), approve(o.Digest)
@@ -159,7 +159,7 @@ func TestInboxRefusals(t *testing.T) {
 			setup: func(t *testing.T, c *client) (int64, string, url.Values) {
 				o := waiting("twice")
 				decideFirst(t, c, inboxPath(o.RunID, "decision"), approve(o.Digest))
-				if r := a.run(t, o.RunID); !r.Status.Waiting() || r.TurnDigest == o.Digest {
+				if r := a.Run(t, o.RunID); !r.Status.Waiting() || r.TurnDigest == o.Digest {
 					t.Fatalf("after the first approval run %d is %s with digest %s, want a new turn", o.RunID, r.Status, r.TurnDigest)
 				}
 				return o.RunID, inboxPath(o.RunID, "decision"), approve(o.Digest)
@@ -189,8 +189,8 @@ func TestInboxRefusals(t *testing.T) {
 			setup: func(t *testing.T, c *client) (int64, string, url.Values) {
 				o := waiting("refund")
 				// Someone else won the claim; their continuation has not run yet.
-				if _, err := a.eng.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest,
-					Decision: runtime.DecisionApprove, Actor: a.users["admin"].Actor(), Path: runtime.PathRequest}); err != nil {
+				if _, err := a.Engine.Decide(ctx, runtime.DecideRequest{RunID: o.RunID, Digest: o.Digest,
+					Decision: runtime.DecisionApprove, Actor: a.Users["admin"].Actor(), Path: runtime.PathRequest}); err != nil {
 					t.Fatal(err)
 				}
 				return o.RunID, inboxPath(o.RunID, "decision"), approve(o.Digest)
@@ -245,9 +245,9 @@ func TestInboxRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := a.signIn(t, tc.user)
 			id, path, form := tc.setup(t, c)
-			before := a.state(t, id)
+			before := a.State(t, id)
 			res, body := c.post(path, form)
-			a.unchanged(t, id, before)
+			a.Unchanged(t, id, before)
 			switch {
 			case tc.want404:
 				wantErrorPage(t, res, body, http.StatusNotFound, "Not found")
@@ -300,7 +300,7 @@ func want422(t *testing.T, res *http.Response, body string, id int64, field stri
 // button and may still deny; another person approves.
 func TestFourEyesOwnerMayDeny(t *testing.T) {
 	a := newApp(t, 0)
-	denied, deniedOrder := a.waiting(t, "four-eyes")
+	denied, deniedOrder := a.Waiting(t, "four-eyes")
 	owner := a.signIn(t, "owner")
 	_, body := owner.get("/inbox")
 	if card := inboxCard(t, body, denied.RunID); !strings.Contains(card, `data-testid="four-eyes"`) || strings.Contains(card, `value="approve"`) {
@@ -313,18 +313,18 @@ func TestFourEyesOwnerMayDeny(t *testing.T) {
 	if got, want := owner.flashText(), fmt.Sprintf("Run %d completed.", denied.RunID); got != want {
 		t.Errorf("flash after the owner's denial = %q, want %q", got, want)
 	}
-	if got := a.refunds(t, deniedOrder); got != 0 {
+	if got := a.Refunds(t, deniedOrder); got != 0 {
 		t.Errorf("refunds after a denial = %d, want 0", got)
 	}
 
-	approved, order := a.waiting(t, "four-eyes")
+	approved, order := a.Waiting(t, "four-eyes")
 	approver := a.signIn(t, "approver")
 	res, _ = approver.post(inboxPath(approved.RunID, "decision"), approve(approved.Digest))
 	wantRedirect(t, res, "/inbox")
 	if got, want := approver.flashText(), fmt.Sprintf("Run %d completed.", approved.RunID); got != want {
 		t.Errorf("flash after a second person's approval = %q, want %q", got, want)
 	}
-	if got := a.refunds(t, order); got != 1 {
+	if got := a.Refunds(t, order); got != 1 {
 		t.Errorf("refunds after a second person's approval = %d, want 1", got)
 	}
 }
@@ -342,7 +342,7 @@ func TestGrantedToolNeedsTheGrant(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.user+" "+tt.decision, func(t *testing.T) {
-			paused, order := a.waiting(t, "granted")
+			paused, order := a.Waiting(t, "granted")
 			c := a.signIn(t, tt.user)
 			form := approve(paused.Digest)
 			form.Set("decision", tt.decision)
@@ -351,7 +351,7 @@ func TestGrantedToolNeedsTheGrant(t *testing.T) {
 			if got, want := c.flashText(), fmt.Sprintf("Run %d completed.", paused.RunID); got != want {
 				t.Errorf("flash = %q, want %q", got, want)
 			}
-			if got := a.refunds(t, order); got != tt.wantRefunds {
+			if got := a.Refunds(t, order); got != tt.wantRefunds {
 				t.Errorf("refunds = %d, want %d", got, tt.wantRefunds)
 			}
 		})

@@ -23,7 +23,7 @@ func TestInboxByRole(t *testing.T) {
 	admins := a.start(t, "refund", "admin", runtime.OriginInteractive)
 	process := a.start(t, "refund", "owner", runtime.OriginProcess)
 	settled := a.start(t, "refund", "owner", runtime.OriginInteractive)
-	if _, err := a.eng.Cancel(context.Background(), settled.RunID, a.users["owner"].Actor()); err != nil {
+	if _, err := a.Engine.Cancel(context.Background(), settled.RunID, a.Users["owner"].Actor()); err != nil {
 		t.Fatal(err)
 	}
 	everyone := []int64{refund.RunID, input.RunID, admins.RunID}
@@ -66,8 +66,8 @@ func TestRunPageByRole(t *testing.T) {
 	a := newApp(t, 0)
 	paused := a.start(t, "refund", "owner", runtime.OriginInteractive)
 	id := paused.RunID
-	prompt := a.run(t, id).Prompt
-	events := a.events(t, id)
+	prompt := a.Run(t, id).Prompt
+	events := len(a.Events(t, id))
 	if events == 0 {
 		t.Fatalf("run %d has no events to show", id)
 	}
@@ -136,15 +136,15 @@ func TestCancelByRole(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(roleName(tt.role), func(t *testing.T) {
-			paused, _ := a.waiting(t, "refund")
+			paused, _ := a.Waiting(t, "refund")
 			id := paused.RunID
 			c := a.as(t, tt.role)
-			before := a.state(t, id)
+			before := a.State(t, id)
 			res, body := c.post(runPath(id, "/cancel"), url.Values{})
 			switch {
 			case tt.wantCancel:
 				wantRedirect(t, res, runPath(id, ""))
-				if got := a.run(t, id).Status; got != runtime.StatusCancelled {
+				if got := a.Run(t, id).Status; got != runtime.StatusCancelled {
 					t.Errorf("status = %s, want cancelled", got)
 				}
 				if got, want := c.flashText(), fmt.Sprintf("Run %d was cancelled.", id); got != want {
@@ -152,27 +152,27 @@ func TestCancelByRole(t *testing.T) {
 				}
 			case tt.wantNotSeen:
 				wantErrorPage(t, res, body, http.StatusNotFound, "Not found")
-				a.unchanged(t, id, before)
+				a.Unchanged(t, id, before)
 			case tt.wantLogin:
 				wantRedirect(t, res, "/login")
-				a.unchanged(t, id, before)
+				a.Unchanged(t, id, before)
 			}
 		})
 	}
 
 	t.Run("a settled run", func(t *testing.T) {
-		paused, _ := a.waiting(t, "refund")
+		paused, _ := a.Waiting(t, "refund")
 		id := paused.RunID
 		c := a.signIn(t, "owner")
 		c.post(runPath(id, "/cancel"), url.Values{})
 		c.flashText()
-		before := a.state(t, id)
+		before := a.State(t, id)
 		res, _ := c.post(runPath(id, "/cancel"), url.Values{})
 		wantRedirect(t, res, runPath(id, ""))
 		if got := c.flashText(); !strings.Contains(got, "already cancelled") {
 			t.Errorf("flash = %q, want it to say the run is already cancelled", got)
 		}
-		a.unchanged(t, id, before)
+		a.Unchanged(t, id, before)
 	})
 	for _, path := range []string{"/runs/999999/cancel", "/runs/abc/cancel", "/runs/0/cancel"} {
 		t.Run(path, func(t *testing.T) {
@@ -210,29 +210,29 @@ func TestDecideByRole(t *testing.T) {
 	for _, f := range forms {
 		for _, tt := range tests {
 			t.Run(f.action+"/"+roleName(tt.role), func(t *testing.T) {
-				paused, order := a.waiting(t, f.cfg)
+				paused, order := a.Waiting(t, f.cfg)
 				id := paused.RunID
 				c := a.as(t, tt.role)
-				before := a.state(t, id)
+				before := a.State(t, id)
 				res, _ := c.post(inboxPath(id, f.action), f.form(paused.Digest))
 				switch {
 				case tt.wantLogin:
 					wantRedirect(t, res, "/login")
-					a.unchanged(t, id, before)
+					a.Unchanged(t, id, before)
 					return
 				case tt.wantDone:
 					wantRedirect(t, res, "/inbox")
 					if got, want := c.flashText(), fmt.Sprintf("Run %d completed.", id); got != want {
 						t.Errorf("flash = %q, want %q", got, want)
 					}
-					if got := a.run(t, id).Status; got != runtime.StatusCompleted {
+					if got := a.Run(t, id).Status; got != runtime.StatusCompleted {
 						t.Errorf("status = %s, want completed", got)
 					}
 					wantRefunds := 0
 					if f.action == "decision" {
 						wantRefunds = 1
 					}
-					if got := a.refunds(t, order); got != wantRefunds {
+					if got := a.Refunds(t, order); got != wantRefunds {
 						t.Errorf("refunds = %d, want %d", got, wantRefunds)
 					}
 				default:
@@ -240,7 +240,7 @@ func TestDecideByRole(t *testing.T) {
 					if res.StatusCode != http.StatusNotFound {
 						t.Errorf("answer = %d, want 404", res.StatusCode)
 					}
-					a.unchanged(t, id, before)
+					a.Unchanged(t, id, before)
 				}
 			})
 		}
@@ -306,7 +306,7 @@ func TestSignedOutRequestsStoreNoSession(t *testing.T) {
 	count := func() int {
 		t.Helper()
 		var n int
-		if err := a.db.Get(&n, `SELECT COUNT(*) FROM sessions`); err != nil {
+		if err := a.DB.Get(&n, `SELECT COUNT(*) FROM sessions`); err != nil {
 			t.Fatal(err)
 		}
 		return n

@@ -138,15 +138,15 @@ func TestSignInRehashesOldHashes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := a.users["owner"].ID
-	if err := a.st.SetPassword(t.Context(), id, old); err != nil {
+	id := a.Users["owner"].ID
+	if err := a.Store.SetPassword(t.Context(), id, old); err != nil {
 		t.Fatal(err)
 	}
 	if res, _ := a.signInAs(t, "owner", testPassword, nil); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-in with an old hash: %d, want 303", res.StatusCode)
 	}
 	var stored string
-	if err := a.db.Get(&stored, `SELECT password_hash FROM users WHERE id = ?`, id); err != nil {
+	if err := a.DB.Get(&stored, `SELECT password_hash FROM users WHERE id = ?`, id); err != nil {
 		t.Fatal(err)
 	}
 	params, _, _, err := argon2id.DecodeHash(stored)

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,12 +20,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/configfile"
-	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
-	"github.com/turnstile-dev/turnstile/runtime/schema"
-	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 	"github.com/turnstile-dev/turnstile/store"
-	"github.com/turnstile-dev/turnstile/store/dbtest"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 	"github.com/turnstile-dev/turnstile/web"
 )
 
@@ -61,69 +54,38 @@ func pacedYAML(identifier string, checks int, delay time.Duration, processing fl
 	return b.String()
 }
 
-// rig is one test's database with its configurations, two users (owner
-// owns the runs, operator holds the approve grant and decides them) and an
-// engine of the test's own that starts runs in it.
+// rig is one test's world (store/testrig) with its configurations, the
+// operator (who holds the approve grant and decides the runs) beside its
+// owner, every user's password testPassword, and an engine of the test's
+// own that starts runs in it.
 type rig struct {
-	db              *sqlx.DB
-	dsn             string
-	st              *store.Store
-	eng             *runtime.Engine
+	*testrig.World
 	owner, operator runtime.Actor
-	orders          int
 }
 
 // newRig gives the test a database of its own (store/dbtest) with the
 // configurations in it.
 func newRig(t *testing.T, yamls ...string) *rig {
 	t.Helper()
-	db, dsn := dbtest.New(t)
-	return newRigOn(t, db, dsn, yamls...)
+	return newRigWith(t, testrig.Configs(yamls...))
 }
 
 // newRigOn sets the rig up on a migrated database.
 func newRigOn(t *testing.T, db *sqlx.DB, dsn string, yamls ...string) *rig {
 	t.Helper()
-	ctx := context.Background()
-	st := store.New(db)
-	tools := builtin.Registry(builtin.Tools(st)...)
-	r := &rig{db: db, dsn: dsn, st: st, eng: runtime.New(runtime.Options{Store: st, Tools: tools,
-		Providers: scripted.Factory, Validator: schema.New(), Lease: testLease})}
-	for i, y := range yamls {
-		cfg, err := configfile.Parse(fmt.Sprintf("test-%d.yaml", i), []byte(y), func(n string) bool { _, ok := tools[n]; return ok })
-		if err != nil {
-			t.Fatalf("configuration %d: %v\n%s", i, err, y)
-		}
-		if err := st.SaveConfiguration(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return newRigWith(t, testrig.OnDB(db, dsn), testrig.Configs(yamls...))
+}
+
+func newRigWith(t *testing.T, opts ...testrig.Option) *rig {
+	t.Helper()
 	hash, err := web.HashPassword(testPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
-	add := func(name string, grants ...string) runtime.Actor {
-		u := &runtime.User{Name: name, Role: runtime.RoleUser, Grants: grants, PasswordHash: hash}
-		if err := st.CreateUser(ctx, u); err != nil {
-			t.Fatal(err)
-		}
-		return u.Actor()
-	}
-	r.owner = add("owner")
-	r.operator = add("operator", runtime.GrantApprove)
-	return r
-}
-
-// order creates a fresh order and returns its id, which the scripted
-// provider finds in a prompt.
-func (r *rig) order(t *testing.T) string {
-	t.Helper()
-	r.orders++
-	id := fmt.Sprintf("TST-%d", 1000+r.orders)
-	if err := r.st.CreateDemoOrder(context.Background(), runtime.Order{ID: id, Customer: "Test", AmountCents: 5000, Currency: "EUR"}); err != nil {
-		t.Fatal(err)
-	}
-	return id
+	w := testrig.New(t, append(opts, testrig.PasswordHash(hash), testrig.User("operator", runtime.RoleUser, runtime.GrantApprove),
+		testrig.Engine(runtime.Options{Lease: testLease}),
+		testrig.Orders(runtime.Order{ID: "TST-", Customer: "Test", AmountCents: 5000, Currency: "EUR"}))...)
+	return &rig{World: w, owner: w.Actor("owner"), operator: w.Actor("operator")}
 }
 
 // waitingRun is a run that waits for an approval.
@@ -137,147 +99,21 @@ type waitingRun struct {
 // rig's owner, and runs it in the test until it pauses for an approval.
 func (r *rig) waiting(t *testing.T, configuration string) waitingRun {
 	t.Helper()
-	ctx := context.Background()
-	order := r.order(t)
-	c, err := r.eng.Start(ctx, runtime.StartRequest{Configuration: configuration, Prompt: "Please refund " + order, Owner: r.owner})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := c.Run(ctx, nil)
-	if out.Err != nil || out.Status != runtime.StatusWaitingForApproval {
+	out, order := r.Start(t, testrig.Launch{Configuration: configuration})
+	if out.Status != runtime.StatusWaitingForApproval {
 		t.Fatalf("run %d of %s = %s (%v), want waiting_for_approval", out.RunID, configuration, out.Status, out.Err)
 	}
 	return waitingRun{id: out.RunID, order: order, digest: out.Digest}
 }
 
-// runRow is what the tests read of a run.
-type runRow struct {
-	Status        string `db:"status"`
-	Digest        string `db:"turn_digest"`
-	ClaimedBy     string `db:"claimed_by"`
-	PendingEffect string `db:"pending_effect"`
-	Reason        string `db:"termination_reason"`
-}
-
-func readRun(t *testing.T, db *sqlx.DB, id int64) runRow {
-	t.Helper()
-	var r runRow
-	if err := db.Get(&r, `SELECT status, COALESCE(turn_digest, '') AS turn_digest,
-		COALESCE(claimed_by, '') AS claimed_by, COALESCE(pending_effect, '') AS pending_effect,
-		COALESCE(termination_reason, '') AS termination_reason FROM runs WHERE id = ?`, id); err != nil {
-		t.Fatalf("read run %d: %v", id, err)
-	}
-	return r
-}
-
-// waitRun polls a run until ok says yes, and fails the test at the
-// deadline with the run's last state.
-func waitRun(t *testing.T, db *sqlx.DB, id int64, within time.Duration, what string, ok func(runRow) bool) runRow {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		r := readRun(t, db, id)
-		if ok(r) {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %d did not become %s within %s: %+v", id, what, within, r)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// waitStatus polls until the run has the status.
-func waitStatus(t *testing.T, db *sqlx.DB, id int64, status runtime.Status, within time.Duration) runRow {
-	t.Helper()
-	return waitRun(t, db, id, within, string(status), func(r runRow) bool { return r.Status == string(status) })
-}
-
-// refunds counts the refunds of an order.
-func refunds(t *testing.T, db *sqlx.DB, order string) int {
-	t.Helper()
-	var n int
-	if err := db.Get(&n, `SELECT COUNT(*) FROM demo_refunds WHERE order_id = ?`, order); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// decisionRow is a decision as stored.
-type decisionRow struct {
-	Digest   string `db:"turn_digest"`
-	Kind     string `db:"kind"`
-	Path     string `db:"path"`
-	Executed bool   `db:"executed"`
-	Outcome  string `db:"outcome"`
-}
-
-func decisions(t *testing.T, db *sqlx.DB, id int64) []decisionRow {
-	t.Helper()
-	var ds []decisionRow
-	if err := db.Select(&ds, `SELECT turn_digest, kind, path, executed_at IS NOT NULL AS executed,
-		COALESCE(outcome, '') AS outcome FROM decisions WHERE run_id = ? ORDER BY id`, id); err != nil {
-		t.Fatal(err)
-	}
-	return ds
-}
-
-// eventRow is a stored event.
-type eventRow struct {
-	Seq     int    `db:"seq"`
-	Kind    string `db:"kind"`
-	Payload string `db:"payload"`
-}
-
-// checkEvents reads a run's events and asserts that their seqs are 1, 2,
-// 3, … with neither a gap nor a duplicate.
-func checkEvents(t *testing.T, db *sqlx.DB, id int64) []eventRow {
-	t.Helper()
-	var evs []eventRow
-	if err := db.Select(&evs, `SELECT seq, kind, payload FROM run_events WHERE run_id = ? ORDER BY seq`, id); err != nil {
-		t.Fatal(err)
-	}
-	for i, e := range evs {
-		if e.Seq != i+1 {
-			var seqs []int
-			for _, e := range evs {
-				seqs = append(seqs, e.Seq)
-			}
-			t.Errorf("run %d: event seqs %v, want 1..%d consecutive without duplicates", id, seqs, len(evs))
-			break
-		}
-	}
-	return evs
-}
-
-// countKind counts the events of a kind.
-func countKind(evs []eventRow, kind runtime.EventKind) int {
-	n := 0
-	for _, e := range evs {
-		if e.Kind == string(kind) {
-			n++
-		}
-	}
-	return n
-}
-
 // waitWorkerRow polls the workers table until the process with this pid
 // has a row seen within the last 15 seconds (what the server calls alive).
-func waitWorkerRow(t *testing.T, db *sqlx.DB, pid int, within time.Duration) {
+func waitWorkerRow(t *testing.T, r *rig, pid int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		var n int
-		if err := db.Get(&n, `SELECT COUNT(*) FROM workers WHERE pid = ? AND seen_at > NOW(6) - INTERVAL 15 SECOND`, pid); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no fresh workers row of pid %d within %s", pid, within)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testrig.Eventually(within, func() bool {
+		return r.Count(t, `SELECT COUNT(*) FROM workers WHERE pid = ? AND seen_at > NOW(6) - INTERVAL 15 SECOND`, pid) > 0
+	}) {
+		t.Fatalf("no fresh workers row of pid %d within %s", pid, within)
 	}
 }
 
@@ -289,31 +125,13 @@ func startServe(t *testing.T, dsn string, args ...string) *server {
 	return startServer(t, addr, childEnv(), append([]string{"--addr", addr, "--dsn", dsn}, args...)...)
 }
 
-// startWork starts "turnstile work" on the DSN with args and waits until
-// its workers row is in the database. It is killed when the test ends if
-// the test did not stop it.
-func startWork(t *testing.T, db *sqlx.DB, dsn string, args ...string) *server {
+// startWork starts "turnstile work" on the rig's database with args and
+// waits until its workers row is in the database. It is killed when the
+// test ends if the test did not stop it.
+func startWork(t *testing.T, r *rig, args ...string) *server {
 	t.Helper()
-	p := &server{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(binary, append([]string{"work", "--dsn", dsn}, args...)...)
-	p.cmd.Env = childEnv()
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start turnstile work: %v", err)
-	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	waitWorkerRow(t, db, p.cmd.Process.Pid, 30*time.Second)
+	p := startChild(t, childEnv(), append([]string{"work", "--dsn", r.DSN}, args...)...)
+	waitWorkerRow(t, r, p.cmd.Process.Pid, 30*time.Second)
 	return p
 }
 
@@ -502,123 +320,33 @@ func (b *browser) decide(t *testing.T, id int64, digest string, streamed bool) *
 		"turn_digest": {digest}, "decision": {"approve"}, "scope": {"once"}}, streamed)
 }
 
-// streamLine is one NDJSON line of an inbox stream.
-type streamLine struct {
-	Type  string `json:"type"`
-	Steps int64  `json:"steps"`
-	raw   string
-}
-
-// ndjson reads an inbox stream in the background.
-type ndjson struct {
-	run  int64
-	mu   sync.Mutex
-	got  []streamLine
-	err  error
-	done chan struct{}
+// inboxStream is the NDJSON answer of a streamed decision of a run, read
+// as it arrives; each line's At counts from the POST.
+type inboxStream struct {
+	*testrig.Stream
+	run int64
 }
 
 // stream posts a streamed approval and requires the stream to start (200,
 // NDJSON); its lines are read in the background.
-func (b *browser) stream(t *testing.T, id int64, digest string) *ndjson {
+func (b *browser) stream(t *testing.T, id int64, digest string) *inboxStream {
 	t.Helper()
+	posted := time.Now()
 	resp := b.decide(t, id, digest, true)
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson") {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		t.Fatalf("streamed decision of run %d = %d %s, want a 200 NDJSON stream:\n%s", id, resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
-	s := &ndjson{run: id, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			var l streamLine
-			err := json.Unmarshal(sc.Bytes(), &l)
-			l.raw = sc.Text()
-			s.mu.Lock()
-			s.got = append(s.got, l)
-			if err != nil && s.err == nil {
-				s.err = fmt.Errorf("line %q is not JSON: %w", sc.Text(), err)
-			}
-			s.mu.Unlock()
-		}
-		s.mu.Lock()
-		if err := sc.Err(); err != nil && s.err == nil {
-			s.err = err
-		}
-		s.mu.Unlock()
-	}()
-	t.Cleanup(func() {
-		resp.Body.Close()
-		<-s.done
+	return &inboxStream{Stream: testrig.Read(t, resp.Body, posted), run: id}
+}
+
+// waitSteps waits until a progress line reported at least n steps.
+func (s *inboxStream) waitSteps(t *testing.T, n int, within time.Duration) {
+	t.Helper()
+	s.WaitFor(t, within, fmt.Sprintf("run %d's step %d", s.run, n), func(l testrig.Line) bool {
+		return l.Type() == "progress" && l.Int("steps") >= n
 	})
-	return s
-}
-
-func (s *ndjson) lines() []streamLine {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]streamLine(nil), s.got...)
-}
-
-// steps is the highest step count the stream reported so far.
-func (s *ndjson) steps() int64 {
-	var n int64
-	for _, l := range s.lines() {
-		n = max(n, l.Steps)
-	}
-	return n
-}
-
-// waitSteps polls until the stream reported at least n steps.
-func (s *ndjson) waitSteps(t *testing.T, n int64, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for s.steps() < n {
-		select {
-		case <-s.done:
-			t.Fatalf("the stream of run %d ended after %d steps, before step %d: %v", s.run, s.steps(), n, s.raw())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the stream of run %d reported %d steps within %s, want %d", s.run, s.steps(), within, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// ended reports whether the body ended.
-func (s *ndjson) ended() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// wait waits for the end of the body and returns every line and the read
-// error, if any.
-func (s *ndjson) wait(t *testing.T, within time.Duration) ([]streamLine, error) {
-	t.Helper()
-	select {
-	case <-s.done:
-	case <-time.After(within):
-		t.Fatalf("the stream of run %d did not end within %s: %v", s.run, within, s.raw())
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]streamLine(nil), s.got...), s.err
-}
-
-func (s *ndjson) raw() []string {
-	var out []string
-	for _, l := range s.lines() {
-		out = append(out, l.raw)
-	}
-	return out
 }
 
 // mariaDB is a private MariaDB server that a test owns, in a temporary

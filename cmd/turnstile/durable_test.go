@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 // interruptedNote is what a run whose write was interrupted tells its
@@ -35,16 +36,16 @@ func recordedFlash(id int64) string {
 // checkExactlyOnce asserts what every finished continuation of these tests
 // owes: its order refunded once, its events 1..N, one approval and one
 // settle per decided turn.
-func checkExactlyOnce(t *testing.T, r *rig, w waitingRun, approvals int) []eventRow {
+func checkExactlyOnce(t *testing.T, r *rig, w waitingRun, approvals int) []runtime.Event {
 	t.Helper()
-	if n := refunds(t, r.db, w.order); n != 1 {
+	if n := r.Refunds(t, w.order); n != 1 {
 		t.Errorf("run %d: order %s refunded %d times, want exactly once", w.id, w.order, n)
 	}
-	evs := checkEvents(t, r.db, w.id)
-	if n := countKind(evs, runtime.KindApproval); n != approvals {
+	evs := r.Gapless(t, w.id)
+	if n := testrig.CountKind(evs, runtime.KindApproval); n != approvals {
 		t.Errorf("run %d: %d approval events, want %d", w.id, n, approvals)
 	}
-	if n := countKind(evs, runtime.KindSettle); n != 1 {
+	if n := testrig.CountKind(evs, runtime.KindSettle); n != 1 {
 		t.Errorf("run %d: %d settle events, want 1", w.id, n)
 	}
 	return evs
@@ -55,7 +56,7 @@ func checkExactlyOnce(t *testing.T, r *rig, w waitingRun, approvals int) []event
 // (completed) — also when another holder than the decider's finished it.
 func checkDecidedOnce(t *testing.T, r *rig, w waitingRun, path string) {
 	t.Helper()
-	ds := decisions(t, r.db, w.id)
+	ds := r.Decisions(t, w.id)
 	if len(ds) != 1 || ds[0].Digest != w.digest || ds[0].Path != path || !ds[0].Executed || ds[0].Outcome != "completed" {
 		var got []string
 		for _, d := range ds {
@@ -71,8 +72,8 @@ func checkDecidedOnce(t *testing.T, r *rig, w waitingRun, path string) {
 func TestNativeDecisionIsRecordedAndAWorkerFinishesIt(t *testing.T) {
 	r := newRig(t, pacedYAML("paced", 3, time.Second, 0))
 	w := r.waiting(t, "paced")
-	s := startServe(t, r.dsn, "--decision-path", "auto", lease) // embedded workers: 2
-	waitWorkerRow(t, r.db, s.cmd.Process.Pid, 15*time.Second)
+	s := startServe(t, r.DSN, "--decision-path", "auto", lease) // embedded workers: 2
+	waitWorkerRow(t, r, s.cmd.Process.Pid, 15*time.Second)
 	b := signIn(t, s.addr, "operator")
 	digest := b.digestOf(t, w.id)
 	if digest != w.digest {
@@ -93,11 +94,11 @@ func TestNativeDecisionIsRecordedAndAWorkerFinishesIt(t *testing.T) {
 	if got, want := b.inbox(t).flash, recordedFlash(w.id); got != want {
 		t.Errorf("flash after the decision = %q, want %q", got, want)
 	}
-	if got := readRun(t, r.db, w.id).Status; got == string(runtime.StatusCompleted) {
+	if got := r.Run(t, w.id).Status; got == runtime.StatusCompleted {
 		t.Errorf("run %d completed before the 303 was read: the POST waited for the continuation", w.id)
 	}
 
-	waitStatus(t, r.db, w.id, runtime.StatusCompleted, 30*time.Second)
+	r.WaitStatus(t, w.id, runtime.StatusCompleted, 30*time.Second)
 	checkExactlyOnce(t, r, w, 1)
 	checkDecidedOnce(t, r, w, runtime.PathDurable)
 	s.stop(t)
@@ -115,10 +116,10 @@ func TestKilledServerContinuationsAreFinishedByAWorker(t *testing.T) {
 	for range 3 {
 		runs = append(runs, r.waiting(t, "paced"))
 	}
-	s := startServe(t, r.dsn, "--workers", "0", lease)
+	s := startServe(t, r.DSN, "--workers", "0", lease)
 	b := signIn(t, s.addr, "operator")
 	page := b.inbox(t)
-	var streams []*ndjson
+	var streams []*inboxStream
 	for _, w := range runs {
 		streams = append(streams, b.stream(t, w.id, page.digests[w.id]))
 	}
@@ -128,21 +129,21 @@ func TestKilledServerContinuationsAreFinishedByAWorker(t *testing.T) {
 		st.waitSteps(t, 3, 15*time.Second)
 	}
 	for _, w := range runs {
-		if got := readRun(t, r.db, w.id); got.Status != string(runtime.StatusRunning) || got.ClaimedBy == "" {
+		if got := r.Run(t, w.id); got.Status != runtime.StatusRunning || got.ClaimedBy == "" {
 			t.Fatalf("run %d before the kill = %+v, want running and claimed", w.id, got)
 		}
 	}
 	kill9(t, s)
 	for _, st := range streams {
-		lines, _ := st.wait(t, 10*time.Second)
-		if n := len(lines); n > 0 && lines[n-1].Type == "settled" {
-			t.Errorf("the stream of run %d ended with settled although its server was killed mid-run: %v", st.run, st.raw())
+		lines, _ := st.Wait(t, 10*time.Second)
+		if n := len(lines); n > 0 && lines[n-1].Type() == "settled" {
+			t.Errorf("the stream of run %d ended with settled although its server was killed mid-run: %v", st.run, st)
 		}
 	}
 
-	wk := startWork(t, r.db, r.dsn, lease, "--workers", "3")
+	wk := startWork(t, r, lease, "--workers", "3")
 	for _, w := range runs {
-		waitStatus(t, r.db, w.id, runtime.StatusCompleted, 40*time.Second)
+		r.WaitStatus(t, w.id, runtime.StatusCompleted, 40*time.Second)
 		checkExactlyOnce(t, r, w, 1)
 		checkDecidedOnce(t, r, w, runtime.PathRequest)
 	}
@@ -164,39 +165,39 @@ func TestKilledServerContinuationsAreFinishedByAWorker(t *testing.T) {
 func TestWriteInFlightAtAKillIsOfferedAgainNotRepeated(t *testing.T) {
 	r := newRig(t, pacedYAML("processing", 0, 100*time.Millisecond, 5))
 	w := r.waiting(t, "processing")
-	s := startServe(t, r.dsn, "--workers", "0", lease)
+	s := startServe(t, r.DSN, "--workers", "0", lease)
 	b := signIn(t, s.addr, "operator")
 	st := b.stream(t, w.id, b.digestOf(t, w.id))
 	approved := time.Now()
-	inFlight := waitRun(t, r.db, w.id, 5*time.Second, "a run with a write in flight",
-		func(r runRow) bool { return r.PendingEffect != "" })
+	inFlight := r.WaitRun(t, w.id, 5*time.Second, "a run with a write in flight",
+		func(r *runtime.Run) bool { return r.PendingEffect != "" })
 	// The scenario: the payment provider takes 5 s; the process dies about
 	// a second into it.
 	time.Sleep(time.Until(approved.Add(time.Second)))
-	if n := refunds(t, r.db, w.order); n != 0 {
+	if n := r.Refunds(t, w.order); n != 0 {
 		t.Fatalf("order %s has %d refunds before the kill; the write was not in flight", w.order, n)
 	}
-	if got := readRun(t, r.db, w.id).PendingEffect; got != inFlight.PendingEffect {
+	if got := r.Run(t, w.id).PendingEffect; got != inFlight.PendingEffect {
 		t.Fatalf("pending_effect before the kill = %q, want %q still", got, inFlight.PendingEffect)
 	}
 	kill9(t, s)
-	st.wait(t, 10*time.Second)
+	st.Wait(t, 10*time.Second)
 
-	wk := startWork(t, r.db, r.dsn, lease)
-	again := waitStatus(t, r.db, w.id, runtime.StatusWaitingForApproval, 30*time.Second)
-	if again.Digest == "" || again.Digest == w.digest {
-		t.Errorf("digest after the recovery = %q, want a new one (the first was %q)", again.Digest, w.digest)
+	wk := startWork(t, r, lease)
+	again := r.WaitStatus(t, w.id, runtime.StatusWaitingForApproval, 30*time.Second)
+	if again.TurnDigest == "" || again.TurnDigest == w.digest {
+		t.Errorf("digest after the recovery = %q, want a new one (the first was %q)", again.TurnDigest, w.digest)
 	}
 	if again.PendingEffect != "" || again.ClaimedBy != "" {
 		t.Errorf("run %d after the recovery = %+v, want no pending effect and no holder", w.id, again)
 	}
-	if n := refunds(t, r.db, w.order); n != 0 {
+	if n := r.Refunds(t, w.order); n != 0 {
 		t.Fatalf("order %s refunded %d times after the recovery: the interrupted write was repeated", w.order, n)
 	}
-	evs := checkEvents(t, r.db, w.id)
-	var last eventRow
+	evs := r.Gapless(t, w.id)
+	var last runtime.Event
 	for _, e := range evs {
-		if e.Kind == string(runtime.KindSuspend) {
+		if e.Kind == runtime.KindSuspend {
 			last = e
 		}
 	}
@@ -207,43 +208,43 @@ func TestWriteInFlightAtAKillIsOfferedAgainNotRepeated(t *testing.T) {
 	if err := json.Unmarshal([]byte(last.Payload), &p); err != nil {
 		t.Fatalf("last suspend event %+v: %v", last, err)
 	}
-	if p.Note != interruptedNote || p.Digest != again.Digest {
-		t.Errorf("last suspend event = %s, want note %q and digest %s", last.Payload, interruptedNote, again.Digest)
+	if p.Note != interruptedNote || p.Digest != again.TurnDigest {
+		t.Errorf("last suspend event = %s, want note %q and digest %s", last.Payload, interruptedNote, again.TurnDigest)
 	}
-	if n := len(decisions(t, r.db, w.id)); n != 1 {
+	if n := len(r.Decisions(t, w.id)); n != 1 {
 		t.Errorf("%d decisions after the recovery, want the first one only", n)
 	}
 
 	// A person approves the new turn, on a new server.
-	s2 := startServe(t, r.dsn, "--workers", "0", lease)
+	s2 := startServe(t, r.DSN, "--workers", "0", lease)
 	b2 := signIn(t, s2.addr, "operator")
 	page := b2.inbox(t)
-	if page.digests[w.id] != again.Digest {
-		t.Fatalf("inbox digest of run %d = %q, want the new %q", w.id, page.digests[w.id], again.Digest)
+	if page.digests[w.id] != again.TurnDigest {
+		t.Fatalf("inbox digest of run %d = %q, want the new %q", w.id, page.digests[w.id], again.TurnDigest)
 	}
 	if page.notes[w.id] != interruptedNote {
 		t.Errorf("inbox note of run %d = %q, want %q", w.id, page.notes[w.id], interruptedNote)
 	}
-	lines, err := b2.stream(t, w.id, again.Digest).wait(t, 30*time.Second)
-	if err != nil || len(lines) == 0 || lines[len(lines)-1].Type != "settled" {
+	lines, err := b2.stream(t, w.id, again.TurnDigest).Wait(t, 30*time.Second)
+	if err != nil || len(lines) == 0 || lines[len(lines)-1].Type() != "settled" {
 		t.Errorf("stream of the second approval = %v (%v), want it to end with settled", lines, err)
 	}
-	waitStatus(t, r.db, w.id, runtime.StatusCompleted, 10*time.Second)
+	r.WaitStatus(t, w.id, runtime.StatusCompleted, 10*time.Second)
 	checkExactlyOnce(t, r, w, 2)
 	// Each decision notes how its continuation ended: the first paused the
 	// run again (through the worker's recovery), the second completed it.
-	ds := decisions(t, r.db, w.id)
+	ds := r.Decisions(t, w.id)
 	if len(ds) != 2 || ds[0].Digest != w.digest || ds[0].Outcome != "waiting" ||
-		ds[1].Digest != again.Digest || ds[1].Outcome != "completed" || !ds[0].Executed || !ds[1].Executed {
+		ds[1].Digest != again.TurnDigest || ds[1].Outcome != "completed" || !ds[0].Executed || !ds[1].Executed {
 		var got []string
 		for _, d := range ds {
 			got = append(got, fmt.Sprintf("{digest %.8s… executed %t outcome %q}", d.Digest, d.Executed, d.Outcome))
 		}
 		t.Errorf("decisions of run %d = %v, want the first (%.8s…) executed with outcome \"waiting\", the second (%.8s…) executed with outcome \"completed\"",
-			w.id, got, w.digest, again.Digest)
+			w.id, got, w.digest, again.TurnDigest)
 	}
 	var callID string
-	if err := r.db.Get(&callID, `SELECT call_id FROM demo_refunds WHERE order_id = ?`, w.order); err != nil {
+	if err := r.DB.Get(&callID, `SELECT call_id FROM demo_refunds WHERE order_id = ?`, w.order); err != nil {
 		t.Fatal(err)
 	}
 	if callID != inFlight.PendingEffect {
@@ -265,11 +266,11 @@ func TestSIGTERMHandsStreamedContinuationsToAWorker(t *testing.T) {
 	for range 10 {
 		runs = append(runs, r.waiting(t, "paced"))
 	}
-	wk := startWork(t, r.db, r.dsn, lease, "--workers", "10")
-	s := startServe(t, r.dsn, "--workers", "0", lease, "--shutdown-timeout", "20s")
+	wk := startWork(t, r, lease, "--workers", "10")
+	s := startServe(t, r.DSN, "--workers", "0", lease, "--shutdown-timeout", "20s")
 	b := signIn(t, s.addr, "operator")
 	page := b.inbox(t)
-	var streams []*ndjson
+	var streams []*inboxStream
 	for _, w := range runs {
 		streams = append(streams, b.stream(t, w.id, page.digests[w.id]))
 	}
@@ -286,16 +287,16 @@ func TestSIGTERMHandsStreamedContinuationsToAWorker(t *testing.T) {
 	}
 	t.Logf("serve exited %s after SIGTERM", took)
 	for _, st := range streams {
-		lines, err := st.wait(t, 5*time.Second)
-		if err != nil || len(lines) == 0 || lines[len(lines)-1].Type != "settled" {
-			t.Errorf("the stream of run %d = %v (%v), want it to end with {\"type\":\"settled\"}", st.run, st.raw(), err)
+		lines, err := st.Wait(t, 5*time.Second)
+		if err != nil || len(lines) == 0 || lines[len(lines)-1].Type() != "settled" {
+			t.Errorf("the stream of run %d = %v (%v), want it to end with {\"type\":\"settled\"}", st.run, st, err)
 		}
 	}
 	// The worker process took the runs over. It is stopped in turn, in the
 	// middle of them, and hands them back the same way.
 	for _, w := range runs {
-		waitRun(t, r.db, w.id, 10*time.Second, "running in the worker process", func(r runRow) bool {
-			return r.Status == string(runtime.StatusRunning) && r.ClaimedBy != ""
+		r.WaitRun(t, w.id, 10*time.Second, "running in the worker process", func(r *runtime.Run) bool {
+			return r.Status == runtime.StatusRunning && r.ClaimedBy != ""
 		})
 	}
 	took, code = terminate(t, wk, 15*time.Second)
@@ -304,13 +305,13 @@ func TestSIGTERMHandsStreamedContinuationsToAWorker(t *testing.T) {
 	}
 	t.Logf("turnstile work exited %s after SIGTERM", took)
 	for _, w := range runs {
-		if got := readRun(t, r.db, w.id); got.Status != string(runtime.StatusDecided) || got.ClaimedBy != "" {
+		if got := r.Run(t, w.id); got.Status != runtime.StatusDecided || got.ClaimedBy != "" {
 			t.Errorf("run %d after the worker process stopped = %+v, want it handed back: decided, unclaimed", w.id, got)
 		}
 	}
-	wk2 := startWork(t, r.db, r.dsn, lease, "--workers", "10")
+	wk2 := startWork(t, r, lease, "--workers", "10")
 	for _, w := range runs {
-		waitStatus(t, r.db, w.id, runtime.StatusCompleted, 40*time.Second)
+		r.WaitStatus(t, w.id, runtime.StatusCompleted, 40*time.Second)
 		checkExactlyOnce(t, r, w, 1)
 		checkDecidedOnce(t, r, w, runtime.PathRequest)
 	}
@@ -338,7 +339,7 @@ func TestFullSlotsRefuseThenFallBackToAWorker(t *testing.T) {
 	r := newRig(t, pacedYAML("holder", 8, time.Second, 0), pacedYAML("quick", 1, 200*time.Millisecond, 0))
 	holder := r.waiting(t, "holder")
 	next := r.waiting(t, "quick")
-	s := startServe(t, r.dsn, "--max-continuations", "1", "--workers", "0", lease)
+	s := startServe(t, r.DSN, "--max-continuations", "1", "--workers", "0", lease)
 	b := signIn(t, s.addr, "operator")
 	page := b.inbox(t)
 	hs := b.stream(t, holder.id, page.digests[holder.id])
@@ -353,14 +354,14 @@ func TestFullSlotsRefuseThenFallBackToAWorker(t *testing.T) {
 				streamed, resp.StatusCode, resp.Header.Get("Retry-After"))
 		}
 	}
-	if got := readRun(t, r.db, next.id); got.Status != string(runtime.StatusWaitingForApproval) || got.Digest != next.digest {
+	if got := r.Run(t, next.id); got.Status != runtime.StatusWaitingForApproval || got.TurnDigest != next.digest {
 		t.Errorf("run %d after the 503s = %+v, want still waiting on digest %s", next.id, got, next.digest)
 	}
-	if ds := decisions(t, r.db, next.id); len(ds) != 0 {
+	if ds := r.Decisions(t, next.id); len(ds) != 0 {
 		t.Errorf("run %d has decisions %+v after the 503s, want none", next.id, ds)
 	}
 
-	wk := startWork(t, r.db, r.dsn, lease)
+	wk := startWork(t, r, lease)
 	// The server asks the database about workers at most once a second;
 	// a refused decision claims nothing, so asking again is harmless.
 	deadline := time.Now().Add(10 * time.Second)
@@ -377,24 +378,24 @@ func TestFullSlotsRefuseThenFallBackToAWorker(t *testing.T) {
 		t.Fatalf("streamed decision with the slot taken and a worker alive = %d to %q, want 303 to /inbox (durable)",
 			resp.StatusCode, resp.Header.Get("Location"))
 	}
-	if hs.ended() {
-		t.Fatalf("the holder's continuation ended before the fallback was tried; the test proves nothing: %v", hs.raw())
+	if hs.Ended() {
+		t.Fatalf("the holder's continuation ended before the fallback was tried; the test proves nothing: %v", hs)
 	}
 	if got, want := b.inbox(t).flash, recordedFlash(next.id); got != want {
 		t.Errorf("flash after the durable fallback = %q, want %q", got, want)
 	}
-	waitStatus(t, r.db, next.id, runtime.StatusCompleted, 20*time.Second)
+	r.WaitStatus(t, next.id, runtime.StatusCompleted, 20*time.Second)
 	checkExactlyOnce(t, r, next, 1)
 	checkDecidedOnce(t, r, next, runtime.PathDurable)
 	if got := finishedBy(t, wk)[next.id]; !slices.Equal(got, []string{"completed"}) {
 		t.Errorf("the worker process finished run %d with %v, want [completed]", next.id, got)
 	}
 
-	lines, err := hs.wait(t, 30*time.Second)
-	if err != nil || len(lines) == 0 || lines[len(lines)-1].Type != "settled" {
-		t.Errorf("the holder's stream = %v (%v), want it to end with settled", hs.raw(), err)
+	lines, err := hs.Wait(t, 30*time.Second)
+	if err != nil || len(lines) == 0 || lines[len(lines)-1].Type() != "settled" {
+		t.Errorf("the holder's stream = %v (%v), want it to end with settled", hs, err)
 	}
-	waitStatus(t, r.db, holder.id, runtime.StatusCompleted, 10*time.Second)
+	r.WaitStatus(t, holder.id, runtime.StatusCompleted, 10*time.Second)
 	checkExactlyOnce(t, r, holder, 1)
 	checkDecidedOnce(t, r, holder, runtime.PathRequest)
 	s.stop(t)
@@ -417,28 +418,28 @@ func TestDatabaseRestartMidContinuation(t *testing.T) {
 	time.Sleep(3 * time.Second) // the outage
 	m.start(t)
 
-	lines, err := st.wait(t, 60*time.Second)
-	if err != nil || len(lines) == 0 || lines[len(lines)-1].Type != "settled" {
-		t.Errorf("the stream across the restart = %v (%v), want it to end with settled", st.raw(), err)
+	lines, err := st.Wait(t, 60*time.Second)
+	if err != nil || len(lines) == 0 || lines[len(lines)-1].Type() != "settled" {
+		t.Errorf("the stream across the restart = %v (%v), want it to end with settled", st, err)
 	}
-	final := waitRun(t, db, w.id, 60*time.Second, "completed or failed", func(r runRow) bool {
-		return r.Status == string(runtime.StatusCompleted) || r.Status == string(runtime.StatusFailed)
+	final := r.WaitRun(t, w.id, 60*time.Second, "completed or failed", func(r *runtime.Run) bool {
+		return r.Status == runtime.StatusCompleted || r.Status == runtime.StatusFailed
 	})
-	if final.Status == string(runtime.StatusFailed) && final.Reason == "" {
+	if final.Status == runtime.StatusFailed && final.TerminationReason == "" {
 		t.Errorf("run %d failed without a termination_reason", w.id)
 	}
-	t.Logf("run %d after the restart: %s (%s)", w.id, final.Status, final.Reason)
-	if n := refunds(t, db, w.order); n > 1 {
+	t.Logf("run %d after the restart: %s (%s)", w.id, final.Status, final.TerminationReason)
+	if n := r.Refunds(t, w.order); n > 1 {
 		t.Errorf("order %s refunded %d times across the restart, want at most once", w.order, n)
 	}
-	evs := checkEvents(t, db, w.id)
-	if n := countKind(evs, runtime.KindApproval); n != 1 {
+	evs := r.Gapless(t, w.id)
+	if n := testrig.CountKind(evs, runtime.KindApproval); n != 1 {
 		t.Errorf("%d approval events, want 1", n)
 	}
-	if n := countKind(evs, runtime.KindSettle); n != 1 {
+	if n := testrig.CountKind(evs, runtime.KindSettle); n != 1 {
 		t.Errorf("%d settle events, want 1", n)
 	}
-	if final.Status == string(runtime.StatusCompleted) {
+	if final.Status == runtime.StatusCompleted {
 		checkDecidedOnce(t, r, w, runtime.PathRequest)
 	}
 	s.stop(t)
@@ -458,7 +459,7 @@ func TestTwoWorkerProcessesExecuteEachDecidedRunOnce(t *testing.T) {
 	runs := make([]waitingRun, n)
 	for i := range runs {
 		runs[i] = r.waiting(t, "batch")
-		c, err := r.eng.Decide(ctx, runtime.DecideRequest{RunID: runs[i].id, Digest: runs[i].digest,
+		c, err := r.Engine.Decide(ctx, runtime.DecideRequest{RunID: runs[i].id, Digest: runs[i].digest,
 			Decision: runtime.DecisionApprove, Actor: r.operator, Path: runtime.PathDurable})
 		if err != nil || c != nil {
 			t.Fatalf("durable decision of run %d = %v, %v; want no continuation and no error", runs[i].id, c, err)
@@ -467,39 +468,27 @@ func TestTwoWorkerProcessesExecuteEachDecidedRunOnce(t *testing.T) {
 	// A longer lease: nothing dies here, and a slow renewal on a loaded
 	// machine must not look like a dead holder.
 	long := "--lease=20s"
-	w1 := startWork(t, r.db, r.dsn, long, "--workers", "4")
-	w2 := startWork(t, r.db, r.dsn, long, "--workers", "4")
+	w1 := startWork(t, r, long, "--workers", "4")
+	w2 := startWork(t, r, long, "--workers", "4")
 
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var done int
-		if err := r.db.Get(&done, `SELECT COUNT(*) FROM runs WHERE status = 'completed'`); err != nil {
-			t.Fatal(err)
-		}
-		if done == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d runs completed within 60s", done, n)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var done int
+	if !testrig.Eventually(60*time.Second, func() bool {
+		done = r.Count(t, `SELECT COUNT(*) FROM runs WHERE status = 'completed'`)
+		return done == n
+	}) {
+		t.Fatalf("%d of %d runs completed within 60s", done, n)
 	}
 
 	var badRefunds []struct {
 		Order string `db:"order_id"`
 		N     int    `db:"n"`
 	}
-	if err := r.db.Select(&badRefunds, `SELECT order_id, COUNT(*) AS n FROM demo_refunds
+	if err := r.DB.Select(&badRefunds, `SELECT order_id, COUNT(*) AS n FROM demo_refunds
 		GROUP BY order_id HAVING COUNT(*) <> 1`); err != nil {
 		t.Fatal(err)
 	}
-	var refundTotal, refundedOrders int
-	if err := r.db.Get(&refundTotal, `SELECT COUNT(*) FROM demo_refunds`); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.db.Get(&refundedOrders, `SELECT COUNT(DISTINCT order_id) FROM demo_refunds`); err != nil {
-		t.Fatal(err)
-	}
+	refundTotal := r.Count(t, `SELECT COUNT(*) FROM demo_refunds`)
+	refundedOrders := r.Count(t, `SELECT COUNT(DISTINCT order_id) FROM demo_refunds`)
 	if len(badRefunds) > 0 || refundTotal != n || refundedOrders != n {
 		t.Errorf("%d refunds of %d orders, orders not refunded exactly once: %v; want %d orders refunded once each",
 			refundTotal, refundedOrders, badRefunds, n)
@@ -512,7 +501,7 @@ func TestTwoWorkerProcessesExecuteEachDecidedRunOnce(t *testing.T) {
 		Approvals int   `db:"approvals"`
 		Settles   int   `db:"settles"`
 	}
-	if err := r.db.Select(&perRun, `SELECT run_id, COUNT(*) AS events, COUNT(DISTINCT seq) AS distinct_seqs,
+	if err := r.DB.Select(&perRun, `SELECT run_id, COUNT(*) AS events, COUNT(DISTINCT seq) AS distinct_seqs,
 		MAX(seq) AS max_seq, SUM(kind = 'approval') AS approvals, SUM(kind = 'settle') AS settles
 		FROM run_events GROUP BY run_id`); err != nil {
 		t.Fatal(err)
@@ -526,11 +515,7 @@ func TestTwoWorkerProcessesExecuteEachDecidedRunOnce(t *testing.T) {
 				p.Run, p.Events, p.Distinct, p.MaxSeq, p.Approvals, p.Settles)
 		}
 	}
-	var unexecuted int
-	if err := r.db.Get(&unexecuted, `SELECT COUNT(*) FROM decisions WHERE executed_at IS NULL OR outcome <> 'completed'`); err != nil {
-		t.Fatal(err)
-	}
-	if unexecuted != 0 {
+	if unexecuted := r.Count(t, `SELECT COUNT(*) FROM decisions WHERE executed_at IS NULL OR outcome <> 'completed'`); unexecuted != 0 {
 		t.Errorf("%d decisions not executed to completion", unexecuted)
 	}
 
@@ -557,7 +542,7 @@ func TestCancelRequestedAtAHandOffStopsTheWorkerBeforeTheWrite(t *testing.T) {
 	r := newRig(t, pacedYAML("paced", 0, 100*time.Millisecond, 0))
 	w := r.waiting(t, "paced")
 	ctx := context.Background()
-	c, err := r.eng.Decide(ctx, runtime.DecideRequest{RunID: w.id, Digest: w.digest,
+	c, err := r.Engine.Decide(ctx, runtime.DecideRequest{RunID: w.id, Digest: w.digest,
 		Decision: runtime.DecisionApprove, Actor: r.operator, Path: runtime.PathRequest})
 	if err != nil {
 		t.Fatal(err)
@@ -568,31 +553,31 @@ func TestCancelRequestedAtAHandOffStopsTheWorkerBeforeTheWrite(t *testing.T) {
 		}
 		// Right after the approval is recorded, before the refund: the
 		// owner cancels, and the server starts shutting down.
-		res, err := r.eng.Cancel(ctx, w.id, r.owner)
+		res, err := r.Engine.Cancel(ctx, w.id, r.owner)
 		if err != nil || res.Status != runtime.StatusRunning {
 			t.Errorf("cancel of the running run = %+v, %v; want a cooperative cancel (running)", res, err)
 		}
-		r.eng.Drain()
+		r.Engine.Drain()
 	}))
 	if out.Status != runtime.StatusDecided {
 		t.Fatalf("continuation = %+v, want it handed back as decided", out)
 	}
-	if n := refunds(t, r.db, w.order); n != 0 {
+	if n := r.Refunds(t, w.order); n != 0 {
 		t.Fatalf("order %s refunded %d times before the hand-off", w.order, n)
 	}
 
-	wk := startWork(t, r.db, r.dsn, lease)
-	final := waitRun(t, r.db, w.id, 20*time.Second, "settled", func(r runRow) bool {
-		return r.Status == string(runtime.StatusCancelled) || r.Status == string(runtime.StatusCompleted) ||
-			r.Status == string(runtime.StatusFailed)
+	wk := startWork(t, r, lease)
+	final := r.WaitRun(t, w.id, 20*time.Second, "settled", func(r *runtime.Run) bool {
+		return r.Status == runtime.StatusCancelled || r.Status == runtime.StatusCompleted ||
+			r.Status == runtime.StatusFailed
 	})
-	if final.Status != string(runtime.StatusCancelled) {
+	if final.Status != runtime.StatusCancelled {
 		t.Errorf("run %d = %s, want cancelled: its owner cancelled it before the worker took it", w.id, final.Status)
 	}
-	if n := refunds(t, r.db, w.order); n != 0 {
+	if n := r.Refunds(t, w.order); n != 0 {
 		t.Errorf("order %s refunded %d times after its run's cancel was requested, want 0: the worker ran a write past a pending cancel", w.order, n)
 	}
-	checkEvents(t, r.db, w.id)
+	r.Gapless(t, w.id)
 	if _, code := terminate(t, wk, 15*time.Second); code != 0 {
 		t.Errorf("turnstile work exit status = %d, want 0", code)
 	}
@@ -605,13 +590,13 @@ func TestWorkServesMetrics(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, pacedYAML("paced", 1, 0, 0))
 	w := r.waiting(t, "paced")
-	if _, err := r.eng.Decide(context.Background(), runtime.DecideRequest{RunID: w.id, Digest: w.digest,
+	if _, err := r.Engine.Decide(context.Background(), runtime.DecideRequest{RunID: w.id, Digest: w.digest,
 		Decision: runtime.DecisionApprove, Actor: r.operator, Path: runtime.PathDurable}); err != nil {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	startWork(t, r.db, r.dsn, "--metrics-addr", addr)
-	waitStatus(t, r.db, w.id, runtime.StatusCompleted, 30*time.Second)
+	startWork(t, r, "--metrics-addr", addr)
+	r.WaitStatus(t, w.id, runtime.StatusCompleted, 30*time.Second)
 	res, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)

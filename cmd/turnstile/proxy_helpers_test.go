@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,11 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"text/template"
 	"time"
+
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 // proxyReadTimeout is the upstream read timeout of both configurations in
@@ -212,145 +211,34 @@ func postNative(b *browser, id int64, digest string) nativeDecision {
 	return nativeDecision{status: resp.StatusCode, location: resp.Header.Get("Location"), took: time.Since(start)}
 }
 
-// timedLine is a line of an inbox stream and when it arrived.
-type timedLine struct {
-	streamLine
-	at time.Duration // since the decision was posted
-}
-
-// timedStream reads an inbox stream in the background, noting when each
-// line arrives, so that a test sees buffering and silences as well as the
-// lines.
-type timedStream struct {
-	run    int64
-	posted time.Time
-	mu     sync.Mutex
-	got    []timedLine
-	err    error
-	end    time.Duration // when the body ended, since posted
-	done   chan struct{}
-}
-
-// openStream posts a streamed approval through b and requires the stream
-// to start (200, NDJSON).
-func openStream(t *testing.T, b *browser, id int64, digest string) *timedStream {
-	t.Helper()
-	posted := time.Now()
-	resp := b.decide(t, id, digest, true)
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson") {
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		t.Fatalf("streamed decision of run %d = %d %s, want a 200 NDJSON stream:\n%s", id, resp.StatusCode, resp.Header.Get("Content-Type"), body)
-	}
-	s := &timedStream{run: id, posted: posted, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			l := timedLine{at: time.Since(posted)}
-			err := json.Unmarshal(sc.Bytes(), &l.streamLine)
-			l.raw = sc.Text()
-			s.mu.Lock()
-			s.got = append(s.got, l)
-			if err != nil && s.err == nil {
-				s.err = fmt.Errorf("line %q is not JSON: %w", sc.Text(), err)
-			}
-			s.mu.Unlock()
-		}
-		s.mu.Lock()
-		s.end = time.Since(posted)
-		if err := sc.Err(); err != nil && s.err == nil {
-			s.err = err
-		}
-		s.mu.Unlock()
-	}()
-	t.Cleanup(func() {
-		resp.Body.Close()
-		<-s.done
-	})
-	return s
-}
-
-func (s *timedStream) lines() []timedLine {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]timedLine(nil), s.got...)
-}
-
-// waitSteps polls until a progress line reported at least n steps.
-func (s *timedStream) waitSteps(t *testing.T, n int64, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		for _, l := range s.lines() {
-			if l.Type == "progress" && l.Steps >= n {
-				return
-			}
-		}
-		select {
-		case <-s.done:
-			t.Fatalf("the stream of run %d ended before step %d: %s", s.run, n, s)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the stream of run %d did not report step %d within %s: %s", s.run, n, within, s)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// wait waits for the end of the body and returns every line, when the
-// body ended (since the POST), and the read error if any.
-func (s *timedStream) wait(t *testing.T, within time.Duration) ([]timedLine, time.Duration, error) {
-	t.Helper()
-	select {
-	case <-s.done:
-	case <-time.After(within):
-		t.Fatalf("the stream of run %d did not end within %s: %s", s.run, within, s)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]timedLine(nil), s.got...), s.end, s.err
-}
-
-// String lists the lines with their arrival times, for failure messages.
-func (s *timedStream) String() string {
-	var b strings.Builder
-	for _, l := range s.lines() {
-		fmt.Fprintf(&b, "\n  %6.2fs %s", l.at.Seconds(), l.raw)
-	}
-	return b.String()
-}
-
 // checkInboxStream asserts the shape of an inbox stream that ran to
 // its end: {"type":"progress","steps":0} first; then progress lines
 // counting 1, 2, … steps, each count once and in order; keepalive lines
 // repeating the count so far; {"type":"settled"} last; nothing else.
-func checkInboxStream(t *testing.T, lines []timedLine, steps int64) {
+func checkInboxStream(t *testing.T, lines []testrig.Line, steps int) {
 	t.Helper()
-	if len(lines) == 0 || lines[0].Type != "progress" || lines[0].Steps != 0 {
+	if len(lines) == 0 || lines[0].Type() != "progress" || lines[0].Int("steps") != 0 {
 		t.Errorf("first line = %v, want {\"type\":\"progress\",\"steps\":0}", first(lines))
 	}
-	if len(lines) == 0 || lines[len(lines)-1].Type != "settled" {
+	if len(lines) == 0 || lines[len(lines)-1].Type() != "settled" {
 		t.Errorf("the stream does not end with {\"type\":\"settled\"}")
 	}
-	var count int64
+	count := 0
 	for i, l := range lines {
 		switch {
 		case i == 0:
-		case l.Type == "progress":
-			if l.Steps != count+1 {
-				t.Errorf("line %d = %s, want progress step %d next", i+1, l.raw, count+1)
+		case l.Type() == "progress":
+			if l.Int("steps") != count+1 {
+				t.Errorf("line %d = %s, want progress step %d next", i+1, l.Raw, count+1)
 			}
-			count = l.Steps
-		case l.Type == "keepalive":
-			if l.Steps != count {
-				t.Errorf("line %d = %s, want a keepalive repeating the %d steps so far", i+1, l.raw, count)
+			count = l.Int("steps")
+		case l.Type() == "keepalive":
+			if l.Int("steps") != count {
+				t.Errorf("line %d = %s, want a keepalive repeating the %d steps so far", i+1, l.Raw, count)
 			}
-		case l.Type == "settled" && i == len(lines)-1:
+		case l.Type() == "settled" && i == len(lines)-1:
 		default:
-			t.Errorf("line %d = %s: no such line belongs here", i+1, l.raw)
+			t.Errorf("line %d = %s: no such line belongs here", i+1, l.Raw)
 		}
 	}
 	if count != steps {
@@ -358,26 +246,20 @@ func checkInboxStream(t *testing.T, lines []timedLine, steps int64) {
 	}
 }
 
-func first(lines []timedLine) string {
+func first(lines []testrig.Line) string {
 	if len(lines) == 0 {
 		return "none"
 	}
-	return lines[0].raw
+	return lines[0].Raw
 }
 
 // longestSilence is the longest time the client waited for a line: from
 // the POST to the first line, or between two lines.
-func longestSilence(lines []timedLine) time.Duration {
+func longestSilence(lines []testrig.Line) time.Duration {
 	var longest, prev time.Duration
 	for _, l := range lines {
-		longest = max(longest, l.at-prev)
-		prev = l.at
+		longest = max(longest, l.At-prev)
+		prev = l.At
 	}
 	return longest
-}
-
-// eventCount is how many events a run has recorded.
-func eventCount(t *testing.T, r *rig, id int64) int {
-	t.Helper()
-	return len(checkEvents(t, r.db, id))
 }

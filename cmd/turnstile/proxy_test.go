@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 // proxyKeepalive is --keepalive of the servers whose streams must survive
@@ -139,7 +140,7 @@ func TestProxyStreamedDecisionSurvivesTheReadTimeout(t *testing.T) {
 		p                         *proxy
 		b                         *browser
 		before                    int
-		st                        *timedStream
+		st                        *inboxStream
 	}
 	var cases []*streamCase
 	for _, k := range proxyKinds {
@@ -147,7 +148,7 @@ func TestProxyStreamedDecisionSurvivesTheReadTimeout(t *testing.T) {
 			cases = append(cases, &streamCase{kind: k.name, name: c.name, configuration: c.configuration, w: r.waiting(t, c.configuration)})
 		}
 	}
-	s := startServe(t, r.dsn, "--keepalive", proxyKeepalive.String(), "--workers", "0")
+	s := startServe(t, r.DSN, "--keepalive", proxyKeepalive.String(), "--workers", "0")
 	proxies := startProxies(t, s.addr)
 	for _, c := range cases {
 		if c.p = proxies[c.kind]; c.p.missing != "" {
@@ -155,22 +156,23 @@ func TestProxyStreamedDecisionSurvivesTheReadTimeout(t *testing.T) {
 		}
 		c.b = signIn(t, c.p.addr, "operator")
 		digest := c.b.digestOf(t, c.w.id)
-		c.before = eventCount(t, r, c.w.id)
-		c.st = openStream(t, c.b, c.w.id, digest)
+		c.before = len(r.Gapless(t, c.w.id))
+		c.st = c.b.stream(t, c.w.id, digest)
 	}
 
 	for _, c := range cases {
 		t.Run(c.kind+"/"+c.name, func(t *testing.T) {
 			c.p.require(t)
 			w := c.w
-			lines, end, err := c.st.wait(t, 90*time.Second)
+			lines, err := c.st.Wait(t, 90*time.Second)
+			end := c.st.EndedAt()
 			if err != nil {
 				t.Errorf("reading the stream through %s: %v", c.kind, err)
 			}
-			if got := readRun(t, r.db, w.id); got.Status != string(runtime.StatusCompleted) {
+			if got := r.Run(t, w.id); got.Status != runtime.StatusCompleted {
 				t.Errorf("run %d after settled = %+v, want completed", w.id, got)
 			}
-			steps := int64(eventCount(t, r, w.id) - c.before)
+			steps := len(r.Gapless(t, w.id)) - c.before
 			checkInboxStream(t, lines, steps)
 			checkExactlyOnce(t, r, w, 1)
 			checkDecidedOnce(t, r, w, runtime.PathRequest)
@@ -182,7 +184,7 @@ func TestProxyStreamedDecisionSurvivesTheReadTimeout(t *testing.T) {
 			}
 			keepalives := 0
 			for _, l := range lines {
-				if l.Type == "keepalive" {
+				if l.Type() == "keepalive" {
 					keepalives++
 				}
 			}
@@ -201,17 +203,17 @@ func TestProxyStreamedDecisionSurvivesTheReadTimeout(t *testing.T) {
 // checkSilentStretch asserts that the 20-second silent call was bridged by
 // keepalive lines alone: the step after it came at least 19 seconds after
 // the one before it, with a keepalive every --keepalive between them.
-func checkSilentStretch(t *testing.T, lines []timedLine) {
+func checkSilentStretch(t *testing.T, lines []testrig.Line) {
 	t.Helper()
 	var from, to time.Duration
 	keepalives := 0
 	for _, l := range lines {
 		switch {
-		case l.Type == "progress" && l.Steps == silentStep:
-			from = l.at
-		case l.Type == "progress" && l.Steps == silentStep+1:
-			to = l.at
-		case l.Type == "keepalive" && l.Steps == silentStep:
+		case l.Type() == "progress" && l.Int("steps") == silentStep:
+			from = l.At
+		case l.Type() == "progress" && l.Int("steps") == silentStep+1:
+			to = l.At
+		case l.Type() == "keepalive" && l.Int("steps") == silentStep:
 			keepalives++
 		}
 	}
@@ -231,8 +233,8 @@ type nativeCase struct {
 	b        *browser
 	answer   chan nativeDecision
 	got      nativeDecision
-	status   string    // the run's status when the answer came
-	nextPage inboxView // GET /inbox right after the answer
+	status   runtime.Status // the run's status when the answer came
+	nextPage inboxView      // GET /inbox right after the answer
 }
 
 // decideThroughEach signs the operator in through each proxy, posts a
@@ -260,7 +262,7 @@ func decideThroughEach(t *testing.T, r *rig, proxies map[string]*proxy, runs map
 		case <-time.After(time.Minute):
 			t.Fatalf("the plain POST through %s got no answer within a minute", name)
 		}
-		c.status = readRun(t, r.db, c.w.id).Status
+		c.status = r.Run(t, c.w.id).Status
 		c.nextPage = viewInbox(t, c.b, c.w.id)
 	}
 	return out
@@ -278,7 +280,7 @@ func TestProxyNativeDecisionOnTheRequestPathMeetsTheProxy504(t *testing.T) {
 	for _, k := range proxyKinds {
 		runs[k.name] = r.waiting(t, "slow")
 	}
-	s := startServe(t, r.dsn, "--decision-path", "request", "--keepalive", proxyKeepalive.String(), "--workers", "0")
+	s := startServe(t, r.DSN, "--decision-path", "request", "--keepalive", proxyKeepalive.String(), "--workers", "0")
 	decided := decideThroughEach(t, r, startProxies(t, s.addr), runs)
 
 	for _, k := range proxyKinds {
@@ -293,11 +295,11 @@ func TestProxyNativeDecisionOnTheRequestPathMeetsTheProxy504(t *testing.T) {
 			if got.took < proxyReadTimeout-500*time.Millisecond || got.took > proxyReadTimeout+4*time.Second {
 				t.Errorf("plain POST through %s answered after %s, want about its read timeout of %s", k.name, got.took, proxyReadTimeout)
 			}
-			if c.status != string(runtime.StatusRunning) {
+			if c.status != runtime.StatusRunning {
 				t.Errorf("run %d at the 504 was %s, want still running", w.id, c.status)
 			}
 			checkContinuing(t, c.nextPage, w.id, "after the 504")
-			waitStatus(t, r.db, w.id, runtime.StatusCompleted, 60*time.Second)
+			r.WaitStatus(t, w.id, runtime.StatusCompleted, 60*time.Second)
 			checkExactlyOnce(t, r, w, 1)
 			checkDecidedOnce(t, r, w, runtime.PathRequest)
 			if got, want := waitFlash(t, c.b, 10*time.Second), completedFlash(w.id); got != want {
@@ -318,8 +320,8 @@ func TestProxyNativeDecisionWithAWorkerAnswersAtOnce(t *testing.T) {
 	for _, k := range proxyKinds {
 		runs[k.name] = r.waiting(t, "slow")
 	}
-	s := startServe(t, r.dsn, "--decision-path", "auto", "--keepalive", proxyKeepalive.String(), "--workers", "2")
-	waitWorkerRow(t, r.db, s.cmd.Process.Pid, 15*time.Second)
+	s := startServe(t, r.DSN, "--decision-path", "auto", "--keepalive", proxyKeepalive.String(), "--workers", "2")
+	waitWorkerRow(t, r, s.cmd.Process.Pid, 15*time.Second)
 	decided := decideThroughEach(t, r, startProxies(t, s.addr), runs)
 
 	for _, k := range proxyKinds {
@@ -334,13 +336,13 @@ func TestProxyNativeDecisionWithAWorkerAnswersAtOnce(t *testing.T) {
 			if got.took >= time.Second {
 				t.Errorf("plain POST through %s answered after %s, want under a second", k.name, got.took)
 			}
-			if c.status == string(runtime.StatusCompleted) {
+			if c.status == runtime.StatusCompleted {
 				t.Errorf("run %d completed before the 303 was read: the POST waited for the continuation", w.id)
 			}
 			if got, want := c.nextPage.flash, recordedFlash(w.id); got != want || c.nextPage.waiting {
 				t.Errorf("the inbox after the 303 shows run %d %+v, want the flash %q and the run no longer waiting", w.id, c.nextPage, want)
 			}
-			waitStatus(t, r.db, w.id, runtime.StatusCompleted, 60*time.Second)
+			r.WaitStatus(t, w.id, runtime.StatusCompleted, 60*time.Second)
 			checkExactlyOnce(t, r, w, 1)
 			checkDecidedOnce(t, r, w, runtime.PathDurable)
 		})
@@ -363,14 +365,14 @@ func TestProxyCutStreamStillSettlesTheRun(t *testing.T) {
 		w      waitingRun
 		p      *proxy
 		b      *browser // through the proxy, or, once it is killed, straight to the server
-		st     *timedStream
+		st     *inboxStream
 		killed time.Duration // when the proxy was killed, since the POST
 
-		lines    []timedLine
-		end      time.Duration // when the body ended, since the POST
-		err      error         // how it ended
-		status   string        // the run's status then
-		nextPage inboxView     // GET /inbox then: where the page's script goes
+		lines    []testrig.Line
+		end      time.Duration  // when the body ended, since the POST
+		err      error          // how it ended
+		status   runtime.Status // the run's status then
+		nextPage inboxView      // GET /inbox then: where the page's script goes
 	}
 	cases := []*cutCase{
 		{name: "nginx read timeout", kind: nginxProxy},
@@ -380,18 +382,18 @@ func TestProxyCutStreamStillSettlesTheRun(t *testing.T) {
 	for _, c := range cases {
 		c.w = r.waiting(t, "silent")
 	}
-	s := startServe(t, r.dsn, "--keepalive", "30s", "--workers", "0")
+	s := startServe(t, r.DSN, "--keepalive", "30s", "--workers", "0")
 	for _, c := range cases {
 		if c.p = startProxy(t, c.kind, s.addr); c.p.missing != "" {
 			continue
 		}
 		c.b = signIn(t, c.p.addr, "operator")
-		c.st = openStream(t, c.b, c.w.id, c.b.digestOf(t, c.w.id))
+		c.st = c.b.stream(t, c.w.id, c.b.digestOf(t, c.w.id))
 	}
 	for _, c := range cases {
 		if c.kill && c.p.missing == "" {
 			c.st.waitSteps(t, silentStep, 10*time.Second)
-			c.killed = time.Since(c.st.posted)
+			c.killed = c.st.Elapsed()
 			c.p.kill(t)
 			// The page's script loads /inbox after the broken stream;
 			// with the proxy dead, the server itself answers.
@@ -401,8 +403,9 @@ func TestProxyCutStreamStillSettlesTheRun(t *testing.T) {
 	// Every cut comes within the silent call: note each as it happens.
 	for _, c := range cases {
 		if c.p.missing == "" {
-			c.lines, c.end, c.err = c.st.wait(t, 20*time.Second)
-			c.status = readRun(t, r.db, c.w.id).Status
+			c.lines, c.err = c.st.Wait(t, 20*time.Second)
+			c.end = c.st.EndedAt()
+			c.status = r.Run(t, c.w.id).Status
 			c.nextPage = viewInbox(t, c.b, c.w.id)
 		}
 	}
@@ -416,21 +419,21 @@ func TestProxyCutStreamStillSettlesTheRun(t *testing.T) {
 				t.Fatalf("the stream of run %d ended without a line", w.id)
 			}
 			last := c.lines[len(c.lines)-1]
-			if last.Type == "settled" || last.Steps != silentStep {
-				t.Errorf("last line = %s, want the body cut during the silent call, after step %d", last.raw, silentStep)
+			if last.Type() == "settled" || last.Int("steps") != silentStep {
+				t.Errorf("last line = %s, want the body cut during the silent call, after step %d", last.Raw, silentStep)
 			}
-			silence := c.end - last.at
+			silence := c.end - last.At
 			switch {
 			case c.kill && c.end-c.killed > 3*time.Second:
 				t.Errorf("the stream ended %s after the proxy was killed, want at once", c.end-c.killed)
 			case !c.kill && (silence < proxyReadTimeout-500*time.Millisecond || silence > proxyReadTimeout+4*time.Second):
 				t.Errorf("%s cut the stream after %s of silence, want about its read timeout of %s", c.kind.name, silence, proxyReadTimeout)
 			}
-			if c.status != string(runtime.StatusRunning) {
+			if c.status != runtime.StatusRunning {
 				t.Errorf("run %d when its stream was cut was %s, want still running", w.id, c.status)
 			}
 			checkContinuing(t, c.nextPage, w.id, "after the cut")
-			waitStatus(t, r.db, w.id, runtime.StatusCompleted, 40*time.Second)
+			r.WaitStatus(t, w.id, runtime.StatusCompleted, 40*time.Second)
 			checkExactlyOnce(t, r, w, 1)
 			checkDecidedOnce(t, r, w, runtime.PathRequest)
 			if got, want := waitFlash(t, c.b, 10*time.Second), completedFlash(w.id); got != want {

@@ -22,6 +22,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/store/dbtest"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 // planted returns a unique secret-looking string to grep the logs for.
@@ -235,15 +236,14 @@ func csrfOf(t *testing.T, page string) string {
 func waitRunStatus(t *testing.T, db *sqlx.DB, id int64, want string) {
 	t.Helper()
 	var got string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	if !testrig.Eventually(20*time.Second, func() bool {
 		if err := db.Get(&got, `SELECT status FROM runs WHERE id = ?`, id); err != nil {
 			t.Fatal(err)
 		}
-		if got == want {
-			return
-		}
+		return got == want
+	}) {
+		t.Fatalf("run %d is %s after 20s, want %s", id, got, want)
 	}
-	t.Fatalf("run %d is %s after 20s, want %s", id, got, want)
 }
 
 // TestLogsCarryNoSecrets runs the server at debug level with encrypted

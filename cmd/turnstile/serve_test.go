@@ -104,7 +104,7 @@ func runBinary(t *testing.T, env []string, args ...string) result {
 	return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
 }
 
-// server is a turnstile serve child process.
+// server is a turnstile child process: serve, or work.
 type server struct {
 	cmd            *exec.Cmd
 	addr           string
@@ -132,12 +132,22 @@ func freeAddr(t *testing.T) string {
 // the test did not stop it.
 func startServer(t *testing.T, addr string, env []string, args ...string) *server {
 	t.Helper()
-	s := &server{addr: addr, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	s.cmd = exec.Command(binary, append([]string{"serve"}, args...)...)
+	s := startChild(t, env, append([]string{"serve"}, args...)...)
+	s.addr = addr
+	s.waitReady(t, 30*time.Second)
+	return s
+}
+
+// startChild starts the binary with args and env, and kills it when the
+// test ends if the test did not stop it.
+func startChild(t *testing.T, env []string, args ...string) *server {
+	t.Helper()
+	s := &server{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	s.cmd = exec.Command(binary, args...)
 	s.cmd.Env = env
 	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
 	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start turnstile serve: %v", err)
+		t.Fatalf("start turnstile %s: %v", args[0], err)
 	}
 	go func() {
 		s.waitErr = s.cmd.Wait()
@@ -151,7 +161,6 @@ func startServer(t *testing.T, addr string, env []string, args ...string) *serve
 			<-s.done
 		}
 	})
-	s.waitReady(t, 30*time.Second)
 	return s
 }
 

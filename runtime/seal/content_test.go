@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/configfile"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 // contentYAML are configurations at the full privacy level, so that event
@@ -54,28 +54,11 @@ var markers = []string{"PROMPT-MARKER", "MODEL-TEXT-MARKER", "ARGUMENT-MARKER", 
 func TestEveryStoredCopyOfContentIsSealed(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
-	for _, y := range contentYAML {
-		cfg, err := configfile.Parse("content.yaml", []byte(y), func(n string) bool { _, ok := w.tools[n]; return ok })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.st.SaveConfiguration(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w.Configure(t, contentYAML...)
 	eng := w.engine(t, entry("A", keyA))
 	start := func(cfg string) runtime.Outcome {
 		t.Helper()
-		w.orders++
-		order := fmt.Sprintf("C-%d", w.orders)
-		if err := w.st.CreateDemoOrder(ctx, runtime.Order{ID: order, Customer: "Test", AmountCents: 1000, Currency: "EUR"}); err != nil {
-			t.Fatal(err)
-		}
-		c, err := eng.Start(ctx, runtime.StartRequest{Configuration: cfg, Prompt: "PROMPT-MARKER refund " + order, Owner: w.owner})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := c.Run(ctx, nil)
+		out, _ := w.Start(t, testrig.Launch{Configuration: cfg, Prompt: "PROMPT-MARKER refund %s", Engine: eng})
 		if !out.Status.Waiting() {
 			t.Fatalf("run of %s is %s (%v), want it waiting", cfg, out.Status, out.Err)
 		}
@@ -107,18 +90,9 @@ func TestEveryStoredCopyOfContentIsSealed(t *testing.T) {
 		Input: json.RawMessage(`{"amount":6,"note":"INPUT-MARKER durable"}`), Actor: w.approver, Path: runtime.PathDurable}); c != nil || err != nil {
 		t.Fatalf("durable input = %v, %v; want it recorded for a worker", c, err)
 	}
-	work, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { eng.Work(work, 1, 10*time.Millisecond); close(done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for w.row(t, durable.RunID).Status != string(runtime.StatusCompleted) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker did not finish run %d: %+v", durable.RunID, w.row(t, durable.RunID))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	stop := testrig.Work(t, eng, 1, 10*time.Millisecond)
+	w.WaitStatus(t, durable.RunID, runtime.StatusCompleted, 10*time.Second)
 	stop()
-	<-done
 	cancelled := start("full-refund")
 	if _, err := eng.Cancel(ctx, cancelled.RunID, w.owner); err != nil {
 		t.Fatal(err)
@@ -161,7 +135,7 @@ func TestEveryStoredCopyOfContentIsSealed(t *testing.T) {
 	k := keyring(t, entry("A", keyA))
 	for id, want := range map[int64]string{answered.RunID: "INPUT-MARKER", durable.RunID: "INPUT-MARKER durable"} {
 		var bodies [][]byte
-		if err := w.db.Select(&bodies, `SELECT body FROM run_messages WHERE run_id = ? ORDER BY idx`, id); err != nil {
+		if err := w.DB.Select(&bodies, `SELECT body FROM run_messages WHERE run_id = ? ORDER BY idx`, id); err != nil {
 			t.Fatal(err)
 		}
 		var transcript bytes.Buffer
@@ -225,7 +199,7 @@ func (w *world) plainText(t *testing.T, markers []string) []string {
 		Table  string `db:"table_name"`
 		Column string `db:"column_name"`
 	}
-	if err := w.db.Select(&cols, `SELECT table_name AS table_name, column_name AS column_name
+	if err := w.DB.Select(&cols, `SELECT table_name AS table_name, column_name AS column_name
 		FROM information_schema.columns
 		WHERE table_schema = DATABASE() AND table_name <> 'configurations'
 			AND data_type IN ('char','varchar','text','mediumtext','longtext','blob','mediumblob','longblob','json')`); err != nil {
@@ -236,7 +210,7 @@ func (w *world) plainText(t *testing.T, markers []string) []string {
 		for _, m := range markers {
 			var n int
 			q := fmt.Sprintf("SELECT COUNT(*) FROM `%s` WHERE INSTR(`%s`, ?) > 0", c.Table, c.Column)
-			if err := w.db.Get(&n, q, []byte(m)); err != nil {
+			if err := w.DB.Get(&n, q, []byte(m)); err != nil {
 				t.Fatal(err)
 			}
 			if n > 0 {

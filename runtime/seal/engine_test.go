@@ -3,20 +3,11 @@ package seal_test
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"reflect"
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/configfile"
-	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
-	"github.com/turnstile-dev/turnstile/runtime/schema"
-	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
-	"github.com/turnstile-dev/turnstile/store"
-	"github.com/turnstile-dev/turnstile/store/dbtest"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 const refundYAML = `
@@ -39,35 +30,15 @@ tools: [lookup_order, refund_order]
 // world is a database with the refund configuration, its tools, an owner
 // and an approver; engines are processes on it, each with its own keys.
 type world struct {
-	db              *sqlx.DB
-	st              *store.Store
-	tools           map[string]runtime.Tool
+	*testrig.World
 	owner, approver runtime.Actor
-	orders          int
 }
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	db, _ := dbtest.New(t)
-	st := store.New(db)
-	w := &world{db: db, st: st, tools: builtin.Registry(builtin.Tools(st)...)}
-	ctx := context.Background()
-	cfg, err := configfile.Parse("refund.yaml", []byte(refundYAML), func(n string) bool { _, ok := w.tools[n]; return ok })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SaveConfiguration(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range []*runtime.User{{Name: "owner", Role: runtime.RoleUser}, {Name: "approver", Role: runtime.RoleUser, Grants: []string{runtime.GrantApprove}}} {
-		if err := st.CreateUser(ctx, u); err != nil {
-			t.Fatal(err)
-		}
-	}
-	owner, _ := st.UserByName(ctx, "owner")
-	approver, _ := st.UserByName(ctx, "approver")
-	w.owner, w.approver = owner.Actor(), approver.Actor()
-	return w
+	w := testrig.New(t, testrig.Configs(refundYAML),
+		testrig.Orders(runtime.Order{ID: "S-", Customer: "Test", AmountCents: 1000, Currency: "EUR"}))
+	return &world{World: w, owner: w.Actor("owner"), approver: w.Actor("approver")}
 }
 
 // engine is a process on the world's database with these keys; spec ""
@@ -83,26 +54,15 @@ func (w *world) engineWithLease(t *testing.T, spec string, lease time.Duration) 
 	if spec != "" {
 		sealer = keyring(t, spec)
 	}
-	return runtime.New(runtime.Options{Store: w.st, Tools: w.tools, Providers: scripted.Factory,
-		Validator: schema.New(), Sealer: sealer, Lease: lease})
+	return w.NewEngine(runtime.Options{Sealer: sealer, Lease: lease})
 }
 
 // waiting starts a refund run on a new order and runs it until it pauses
 // on refund_order.
 func (w *world) waiting(t *testing.T, eng *runtime.Engine) runtime.Outcome {
 	t.Helper()
-	ctx := context.Background()
-	w.orders++
-	order := fmt.Sprintf("S-%d", w.orders)
-	if err := w.st.CreateDemoOrder(ctx, runtime.Order{ID: order, Customer: "Test", AmountCents: 1000, Currency: "EUR"}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := eng.Start(ctx, runtime.StartRequest{Configuration: "refund", Prompt: "Please refund " + order, Owner: w.owner})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := c.Run(ctx, nil)
-	if out.Err != nil || out.Status != runtime.StatusWaitingForApproval {
+	out, _ := w.Start(t, testrig.Launch{Configuration: "refund", Engine: eng})
+	if out.Status != runtime.StatusWaitingForApproval {
 		t.Fatalf("run %d: %s, %v; want it waiting for approval", out.RunID, out.Status, out.Err)
 	}
 	return out
@@ -120,39 +80,15 @@ func (w *world) approve(eng *runtime.Engine, out runtime.Outcome) (runtime.Outco
 	return c.Run(ctx, nil), nil
 }
 
-// row is what a refused decision must leave alone.
-type row struct {
-	Status     string  `db:"status"`
-	TurnDigest *string `db:"turn_digest"`
-	State      []byte  `db:"state"`
-	ClaimedBy  *string `db:"claimed_by"`
-	UpdatedAt  string  `db:"updated_at"`
-	Decisions  int     `db:"decisions"`
-	Events     int     `db:"events"`
-}
-
-func (w *world) row(t *testing.T, id int64) row {
-	t.Helper()
-	var r row
-	err := w.db.Get(&r, `SELECT status, turn_digest, state, claimed_by, CAST(updated_at AS CHAR) AS updated_at,
-		(SELECT COUNT(*) FROM decisions WHERE run_id = runs.id) AS decisions,
-		(SELECT COUNT(*) FROM run_events WHERE run_id = runs.id) AS events
-		FROM runs WHERE id = ?`, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 // sealedUnder requires the run's state and every transcript message to be
 // sealed under the key id.
 func (w *world) sealedUnder(t *testing.T, id int64, keyID string) {
 	t.Helper()
 	var bodies [][]byte
-	if err := w.db.Select(&bodies, `SELECT body FROM run_messages WHERE run_id = ? ORDER BY idx`, id); err != nil {
+	if err := w.DB.Select(&bodies, `SELECT body FROM run_messages WHERE run_id = ? ORDER BY idx`, id); err != nil {
 		t.Fatal(err)
 	}
-	blobs := append(bodies, w.row(t, id).State)
+	blobs := append(bodies, w.Run(t, id).State)
 	for i, b := range blobs {
 		if got, ok := sealedID(b); got != keyID {
 			t.Errorf("run %d blob %d: sealed under %q (%v), want %q; starts %q", id, i, got, ok, keyID, b[:min(len(b), 16)])
@@ -193,25 +129,20 @@ func TestKeyRotation(t *testing.T) {
 		t.Fatalf("run %d after approval under B,A: %s %q (%v), want completed", out.RunID, out.Status, out.Answer, out.Err)
 	}
 	var state []byte
-	if err := w.db.Get(&state, `SELECT state FROM runs WHERE id = ?`, first.RunID); err != nil {
+	if err := w.DB.Get(&state, `SELECT state FROM runs WHERE id = ?`, first.RunID); err != nil {
 		t.Fatal(err)
 	}
 	if id, _ := sealedID(state); id != "B" {
 		t.Errorf("state after the rotation is sealed under %q, want B", id)
 	}
 
-	before := w.row(t, second.RunID)
+	before := w.State(t, second.RunID)
 	onlyB := w.engine(t, specB)
 	_, err = w.approve(onlyB, second)
 	if got := runtime.CodeOf(err); got != runtime.CodeUnreadableState {
 		t.Fatalf("decide under B alone = %v, want unreadable_state", err)
 	}
-	after := w.row(t, second.RunID)
-	if !reflect.DeepEqual(before, after) {
-		t.Errorf("the refused decision changed run %d:\nbefore %s %v %q %s decisions=%d events=%d\nafter  %s %v %q %s decisions=%d events=%d",
-			second.RunID, before.Status, before.ClaimedBy, before.State[:12], before.UpdatedAt, before.Decisions, before.Events,
-			after.Status, after.ClaimedBy, after.State[:12], after.UpdatedAt, after.Decisions, after.Events)
-	}
+	w.Unchanged(t, second.RunID, before)
 
 	// The keys come back: the run is still there to decide.
 	if out, err := w.approve(rotated, second); err != nil || out.Status != runtime.StatusCompleted {
@@ -225,14 +156,14 @@ func TestKeyRotation(t *testing.T) {
 func TestPlainRunsOpenAfterKeysAreSet(t *testing.T) {
 	w := newWorld(t)
 	plain := w.waiting(t, w.engine(t, ""))
-	if st := w.row(t, plain.RunID).State; !bytes.HasPrefix(st, []byte("{")) {
+	if st := w.Run(t, plain.RunID).State; !bytes.HasPrefix(st, []byte("{")) {
 		t.Fatalf("state without keys starts %q, want plain JSON", st[:min(len(st), 16)])
 	}
 	out, err := w.approve(w.engine(t, entry("A", keyA)), plain)
 	if err != nil || out.Status != runtime.StatusCompleted {
 		t.Fatalf("decide a plain run under A = %v, %v; want completed", out.Status, err)
 	}
-	if id, _ := sealedID(w.row(t, plain.RunID).State); id != "A" {
+	if id, _ := sealedID(w.Run(t, plain.RunID).State); id != "A" {
 		t.Errorf("state after the first write under A is sealed under %q, want A", id)
 	}
 
@@ -264,81 +195,66 @@ func TestWorkersLeaveRunsSealedUnderAKeyTheyLack(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i == 1 {
-			plain, err := ringA.Open(w.row(t, paused.RunID).State)
+			plain, err := ringA.Open(w.Run(t, paused.RunID).State)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := w.db.Exec(`UPDATE runs SET state = ? WHERE id = ?`, plain, paused.RunID); err != nil {
+			if _, err := w.DB.Exec(`UPDATE runs SET state = ? WHERE id = ?`, plain, paused.RunID); err != nil {
 				t.Fatal(err)
 			}
 		}
 		runs = append(runs, paused.RunID)
-		events[paused.RunID] = w.row(t, paused.RunID).Events
+		events[paused.RunID] = w.State(t, paused.RunID).Events
 	}
 
 	// work runs a worker until every run is running under a claim other
 	// than the one it had before, or they all settled.
-	work := func(eng *runtime.Engine, until func(map[int64]row) bool) {
+	work := func(eng *runtime.Engine, until func(map[int64]*runtime.Run) bool) {
 		t.Helper()
-		ctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			eng.Work(ctx, 1, 10*time.Millisecond)
-		}()
-		defer func() { stop(); <-done }()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			rows := map[int64]row{}
+		defer testrig.Work(t, eng, 1, 10*time.Millisecond)()
+		rows := map[int64]*runtime.Run{}
+		if !testrig.Eventually(20*time.Second, func() bool {
 			for _, id := range runs {
-				rows[id] = w.row(t, id)
+				rows[id] = w.Run(t, id)
 			}
-			if until(rows) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the worker did not get there: %+v", rows)
-			}
-			time.Sleep(10 * time.Millisecond)
+			return until(rows)
+		}) {
+			t.Fatalf("the worker did not get there: %+v", rows)
 		}
 	}
 	for name, spec := range map[string]string{"a worker with only B": entry("B", keyB), "a worker without keys": ""} {
-		before := map[int64]*string{}
+		before := map[int64]string{}
 		for _, id := range runs {
-			before[id] = w.row(t, id).ClaimedBy
+			before[id] = w.Run(t, id).ClaimedBy
 		}
-		work(w.engineWithLease(t, spec, lease), func(rows map[int64]row) bool {
+		work(w.engineWithLease(t, spec, lease), func(rows map[int64]*runtime.Run) bool {
 			for id, r := range rows {
-				if r.Status != "decided" && r.Status != "running" {
+				if r.Status != runtime.StatusDecided && r.Status != runtime.StatusRunning {
 					t.Fatalf("%s: run %d is %s, want it left decided or running", name, id, r.Status)
 				}
-				if r.Status != "running" || r.ClaimedBy == nil || (before[id] != nil && *r.ClaimedBy == *before[id]) {
+				if r.Status != runtime.StatusRunning || r.ClaimedBy == "" || (before[id] != "" && r.ClaimedBy == before[id]) {
 					return false
 				}
 			}
 			return true
 		})
 		for _, id := range runs {
-			if r := w.row(t, id); r.Status != "running" || r.Events != events[id] {
+			if r := w.State(t, id); r.Run.Status != runtime.StatusRunning || r.Events != events[id] {
 				t.Fatalf("%s: run %d is %s with %d events, want it running with its %d events untouched",
-					name, id, r.Status, r.Events, events[id])
+					name, id, r.Run.Status, r.Events, events[id])
 			}
 		}
 	}
 
-	work(w.engineWithLease(t, entry("A", keyA), lease), func(rows map[int64]row) bool {
+	work(w.engineWithLease(t, entry("A", keyA), lease), func(rows map[int64]*runtime.Run) bool {
 		for _, r := range rows {
-			if r.Status != string(runtime.StatusCompleted) {
+			if r.Status != runtime.StatusCompleted {
 				return false
 			}
 		}
 		return true
 	})
-	var refunds int
-	if err := w.db.Get(&refunds, `SELECT COUNT(*) FROM demo_refunds`); err != nil {
-		t.Fatal(err)
-	}
-	if refunds != 2 {
+	if refunds := w.Count(t, `SELECT COUNT(*) FROM demo_refunds`); refunds != 2 {
 		t.Errorf("%d refunds for 2 runs, want 2", refunds)
 	}
 }

@@ -16,8 +16,8 @@ func TestServerDownIsRecordedOnTheRun(t *testing.T) {
 	f := newFixture(t, directYAML)
 	f.shop.ts.Close()
 	var steps []runtime.Step
-	c, err := f.eng.Start(context.Background(), runtime.StartRequest{Configuration: "direct",
-		Prompt: "Charge order A-1", Owner: f.owner, Origin: runtime.OriginInteractive})
+	c, err := f.Engine.Start(context.Background(), runtime.StartRequest{Configuration: "direct",
+		Prompt: "Charge order A-1", Owner: f.Actor("owner"), Origin: runtime.OriginInteractive})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestServerDownIsRecordedOnTheRun(t *testing.T) {
 		!strings.Contains(p, `"tools":"srv__*"`) || !strings.Contains(p, "connection refused") {
 		t.Errorf("unavailable event = %s, want the server, its tools and the cause", p)
 	}
-	evs, err := f.st.Events(context.Background(), out.RunID, 0)
+	evs, err := f.Store.Events(context.Background(), out.RunID, 0)
 	if err != nil || len(evs) == 0 || evs[0].Kind != runtime.KindUnavailable {
 		t.Fatalf("stored events = %+v, %v; want the unavailable event first", evs, err)
 	}
@@ -112,8 +112,8 @@ mcp_servers:
 	if got := paused.Pending.StandingName(paused.Pending.Calls[0]); got != "srv__charge" {
 		t.Fatalf("the turn's standing name = %q, want srv__charge", got)
 	}
-	c, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
-		Decision: runtime.DecisionApprove, Scope: runtime.ScopeSession, Actor: f.approver})
+	c, err := f.Engine.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Decision: runtime.DecisionApprove, Scope: runtime.ScopeSession, Actor: f.Actor("approver")})
 	if err != nil {
 		t.Fatal(err)
 	}

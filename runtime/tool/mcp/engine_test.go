@@ -61,7 +61,7 @@ func TestReadRunsAndWriteWaitsForApproval(t *testing.T) {
 		t.Errorf("charges before the approval = %d, want 0", got)
 	}
 
-	out := f.approve(t, paused)
+	out := f.Approve(t, paused)
 	completed(t, out)
 	if out.Answer != "Charged." {
 		t.Errorf("answer = %q, want Charged.", out.Answer)
@@ -96,7 +96,7 @@ func TestMetaToolWaitsForApprovalOfExecute(t *testing.T) {
 		t.Errorf("charges before the approval = %d, want 0", got)
 	}
 
-	out := f.approve(t, paused)
+	out := f.Approve(t, paused)
 	completed(t, out)
 	if got := f.shop.charges.Load(); got != 1 {
 		t.Errorf("charges = %d, want exactly 1", got)
@@ -140,7 +140,7 @@ func TestServerGoneIsAResultTheModelSees(t *testing.T) {
 
 	// The meta-tool is offered without the server: execute fails in
 	// transport.
-	out := f.approve(t, meta)
+	out := f.Approve(t, meta)
 	completed(t, out)
 	res := f.results(t, out.RunID)
 	last := res[len(res)-1]
@@ -149,7 +149,7 @@ func TestServerGoneIsAResultTheModelSees(t *testing.T) {
 	}
 
 	// The server's own tools cannot be listed: the call finds no tool.
-	out = f.approve(t, direct)
+	out = f.Approve(t, direct)
 	completed(t, out)
 	res = f.results(t, out.RunID)
 	last = res[len(res)-1]
@@ -172,7 +172,7 @@ func TestSessionTheServerForgotIsReopenedOnce(t *testing.T) {
 	f.shop.forget = "charge"
 	f.shop.mu.Unlock()
 
-	out := f.approve(t, paused)
+	out := f.Approve(t, paused)
 	completed(t, out)
 	if got := f.shop.answered(http.StatusNotFound); got != 1 {
 		t.Errorf("the server answered 404 %d times, want once", got)
@@ -192,7 +192,7 @@ func TestServerRestartedWhileTheRunWaited(t *testing.T) {
 	waitingOn(t, paused, "srv__charge")
 	f.shop.restart()
 
-	out := f.approve(t, paused)
+	out := f.Approve(t, paused)
 	completed(t, out)
 	if got := f.shop.answered(http.StatusNotFound); got != 1 {
 		t.Errorf("the server answered 404 %d times, want once (the listing on the old session)", got)
@@ -212,7 +212,7 @@ func TestCutWriteIsNotRepeated(t *testing.T) {
 	f.shop.cut = "charge"
 	f.shop.mu.Unlock()
 
-	out := f.approve(t, paused)
+	out := f.Approve(t, paused)
 	completed(t, out)
 	if f.shop.cutPending() {
 		t.Fatal("no charge request reached the server to be cut")

@@ -16,13 +16,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/configfile"
-	"github.com/turnstile-dev/turnstile/runtime/provider/scripted"
-	"github.com/turnstile-dev/turnstile/runtime/schema"
-	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 	"github.com/turnstile-dev/turnstile/runtime/tool/mcp"
-	"github.com/turnstile-dev/turnstile/store"
-	"github.com/turnstile-dev/turnstile/store/dbtest"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 // token is what the test environment gives ${MCP_TOKEN}.
@@ -181,79 +176,35 @@ func (s *shop) env(name string) string {
 	return ""
 }
 
+// fixture is a world whose engine brings the shop's tools through an MCP
+// source, and the shop.
 type fixture struct {
-	st       *store.Store
-	eng      *runtime.Engine
-	src      *mcp.Source
-	shop     *shop
-	owner    runtime.Actor
-	approver runtime.Actor
+	*testrig.World
+	src  *mcp.Source
+	shop *shop
 }
 
 func newFixture(t *testing.T, yamls ...string) *fixture {
 	t.Helper()
-	db, _ := dbtest.New(t)
-	st := store.New(db)
 	s := newShop(t)
 	src := mcp.NewSource(mcp.Options{Getenv: s.env})
 	t.Cleanup(func() { src.Close() })
-	tools := builtin.Registry(builtin.Tools(st)...)
-	eng := runtime.New(runtime.Options{Store: st, Tools: tools, Source: src, Providers: scripted.Factory,
-		Validator: schema.New()})
-	ctx := context.Background()
-	for _, y := range yamls {
-		cfg, err := configfile.Parse("test.yaml", []byte(y), func(n string) bool { _, ok := tools[n]; return ok })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.SaveConfiguration(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	user := func(name string, grants ...string) runtime.Actor {
-		u := &runtime.User{Name: name, Role: runtime.RoleUser, Grants: grants}
-		if err := st.CreateUser(ctx, u); err != nil {
-			t.Fatal(err)
-		}
-		return u.Actor()
-	}
-	return &fixture{st: st, eng: eng, src: src, shop: s, owner: user("owner"), approver: user("approver", "approve")}
+	w := testrig.New(t, testrig.Configs(yamls...), testrig.Engine(runtime.Options{Source: src}),
+		testrig.Prompt("Charge order A-1"))
+	return &fixture{World: w, src: src, shop: s}
 }
 
 // start starts a run and runs it until it pauses or settles.
 func (f *fixture) start(t *testing.T, cfg string) runtime.Outcome {
 	t.Helper()
-	c, err := f.eng.Start(context.Background(), runtime.StartRequest{Configuration: cfg,
-		Prompt: "Charge order A-1", Owner: f.owner, Origin: runtime.OriginInteractive})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := c.Run(context.Background(), nil)
-	if out.Err != nil {
-		t.Fatal(out.Err)
-	}
-	return out
-}
-
-// approve approves the run's pending turn and runs the continuation.
-func (f *fixture) approve(t *testing.T, paused runtime.Outcome) runtime.Outcome {
-	t.Helper()
-	c, err := f.eng.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
-		Decision: runtime.DecisionApprove, Actor: f.approver})
-	if err != nil {
-		t.Fatalf("decide run %d: %v", paused.RunID, err)
-	}
-	out := c.Run(context.Background(), nil)
-	if out.Err != nil {
-		t.Fatal(out.Err)
-	}
+	out, _ := f.Start(t, testrig.Launch{Configuration: cfg})
 	return out
 }
 
 // results returns the tool results of a run's transcript, in order.
 func (f *fixture) results(t *testing.T, runID int64) []runtime.Message {
 	t.Helper()
-	res, err := f.st.Resume(context.Background(), runID, true)
+	res, err := f.Store.Resume(context.Background(), runID, true)
 	if err != nil {
 		t.Fatal(err)
 	}
