@@ -12,6 +12,10 @@ import (
 	"time"
 )
 
+// DeniedPrefix starts the tool result of a call a person denied ("denied by
+// <name>: <reason>"), which the model reads as the call's outcome.
+const DeniedPrefix = "denied by "
+
 // interruptedNote is shown to the decider of a write whose earlier attempt
 // was interrupted: it may or may not have happened.
 const interruptedNote = "The previous attempt was interrupted; its effect is unknown. Check before approving it again."
@@ -223,7 +227,7 @@ func (c *Continuation) apply(ctx context.Context) error {
 				c.standing[pending.StandingName(call)] = true
 			}
 			if !approved {
-				msg := "denied by " + d.DeciderName
+				msg := DeniedPrefix + d.DeciderName
 				if d.Reason != "" {
 					msg += ": " + d.Reason
 				}

@@ -98,7 +98,7 @@ func (p *parser) script(node *yaml.Node) (*Script, error) {
 func (p *parser) round(num int, n *yaml.Node) (Round, error) {
 	var r Round
 	what := fmt.Sprintf("round %d", num)
-	err := p.fields(n, what, []string{"delay", "text", "tool_calls"}, func(k, v *yaml.Node) error {
+	err := p.fields(n, what, []string{"delay", "text", "tool_calls", "if_denied"}, func(k, v *yaml.Node) error {
 		if yamlnode.IsNull(v) {
 			return nil
 		}
@@ -138,6 +138,15 @@ func (p *parser) round(num int, n *yaml.Node) (Round, error) {
 				}
 				r.ToolCalls = append(r.ToolCalls, c)
 			}
+		case "if_denied":
+			alt, err := p.round(num, v)
+			if err != nil {
+				return err
+			}
+			if alt.IfDenied != nil {
+				return p.Errorf(v, "%s: if_denied cannot have an if_denied of its own", what)
+			}
+			r.IfDenied = &alt
 		}
 		return nil
 	})

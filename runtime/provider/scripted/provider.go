@@ -58,6 +58,9 @@ func (p *provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta 
 		return runtime.RoundResult{}, fmt.Errorf("scripted: round %d: the script has only %d %s", req.Round, len(rounds), unit)
 	}
 	r := rounds[req.Round-1]
+	if r.IfDenied != nil && denied(req.Messages) {
+		r = *r.IfDenied
+	}
 	if err := sleep(ctx, r.Delay); err != nil {
 		return runtime.RoundResult{}, fmt.Errorf("scripted: round %d: %w", req.Round, err)
 	}
@@ -111,6 +114,17 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// denied reports whether a person denied one of the calls of the model's
+// last message: the engine answers such a call with a result that says so.
+func denied(msgs []runtime.Message) bool {
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == "tool"; i-- {
+		if msgs[i].IsError && strings.HasPrefix(msgs[i].Content, runtime.DeniedPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // firstPrompt is the content of the first user message: the run's prompt.

@@ -162,3 +162,48 @@ func TestFactory(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundIfDenied: a round with if_denied plays it when a person denied
+// a call of the model's last message, and the round itself otherwise.
+func TestRoundIfDenied(t *testing.T) {
+	s := mustParse(t, `rounds:
+  - tool_calls: [{name: refund_order}]
+  - text: "The refund is done."
+    if_denied:
+      text: "Nothing was refunded: the refund was denied."
+`)
+	after := func(result runtime.Message) runtime.RoundRequest {
+		req := request(2, "ORD-1")
+		req.Messages = append(req.Messages,
+			runtime.Message{Role: "assistant", ToolCalls: []runtime.ToolCall{{ID: "call_1_1", Name: "refund_order"}}}, result)
+		return req
+	}
+	for _, tt := range []struct {
+		name   string
+		result runtime.Message
+		want   string
+	}{
+		{"approved", runtime.Message{Role: "tool", ToolCallID: "call_1_1", Content: `{"refund_id":1}`}, "The refund is done."},
+		{"denied", runtime.Message{Role: "tool", ToolCallID: "call_1_1", Content: runtime.DeniedPrefix + "operator: no", IsError: true}, "Nothing was refunded: the refund was denied."},
+		{"failed, not denied", runtime.Message{Role: "tool", ToolCallID: "call_1_1", Content: "error: no such order", IsError: true}, "The refund is done."},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := New(s).Round(context.Background(), after(tt.result), nil)
+			if err != nil || res.Text != tt.want {
+				t.Errorf("Round = %q, %v; want %q", res.Text, err, tt.want)
+			}
+		})
+	}
+	// It survives the trip through JSON, as configurations store scripts.
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := FromJSON(b)
+	if err != nil || !reflect.DeepEqual(back, s) {
+		t.Errorf("FromJSON(Marshal) = %+v, %v; want %+v", back, err, s)
+	}
+	if _, err := Parse("x.yaml", []byte("rounds:\n  - if_denied: {if_denied: {text: x}}\n"), nil); err == nil || !strings.Contains(err.Error(), "if_denied of its own") {
+		t.Errorf("nested if_denied: %v, want refused", err)
+	}
+}

@@ -25,6 +25,10 @@ type Round struct {
 	Text []string
 	// ToolCalls are the calls the model asks for in this round.
 	ToolCalls []Call
+	// IfDenied, when set, is played instead when a person denied one of
+	// the calls the model made last: a scripted model that answers a
+	// denial as a real one would ("nothing was refunded").
+	IfDenied *Round
 }
 
 // Call is one tool call of a round. String values in Arguments may contain
@@ -39,11 +43,12 @@ type roundJSON struct {
 	Delay     string   `json:"delay,omitempty"`
 	Text      []string `json:"text,omitempty"`
 	ToolCalls []Call   `json:"tool_calls,omitempty"`
+	IfDenied  *Round   `json:"if_denied,omitempty"`
 }
 
 // MarshalJSON writes the delay as a Go duration string ("3s").
 func (r Round) MarshalJSON() ([]byte, error) {
-	j := roundJSON{Text: r.Text, ToolCalls: r.ToolCalls}
+	j := roundJSON{Text: r.Text, ToolCalls: r.ToolCalls, IfDenied: r.IfDenied}
 	if r.Delay != 0 {
 		j.Delay = r.Delay.String()
 	}
@@ -66,7 +71,7 @@ func (r *Round) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("delay %q is not a duration", j.Delay)
 		}
 	}
-	*r = Round{Delay: d, Text: j.Text, ToolCalls: j.ToolCalls}
+	*r = Round{Delay: d, Text: j.Text, ToolCalls: j.ToolCalls, IfDenied: j.IfDenied}
 	return nil
 }
 
