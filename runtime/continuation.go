@@ -465,13 +465,25 @@ func (c *Continuation) providerFor() (Provider, error) {
 // suspend pauses the run on a new turn with a new digest.
 func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, bool) {
 	for _, call := range turn.Calls {
-		if t, ok := c.tool(call.Name); ok {
-			if n := standingName(t, call); n != call.Name {
-				if turn.Standing == nil {
-					turn.Standing = map[string]string{}
-				}
-				turn.Standing[call.ID] = n
+		t, ok := c.tool(call.Name)
+		if !ok {
+			continue
+		}
+		if n := standingName(t, call); n != call.Name {
+			if turn.Standing == nil {
+				turn.Standing = map[string]string{}
 			}
+			turn.Standing[call.ID] = n
+		}
+		if pv, ok := t.(Previewer); ok {
+			if turn.Previews == nil {
+				turn.Previews = map[string]string{}
+			}
+			line, err := pv.Preview(ctx, Invocation{RunID: c.run.ID, OwnerID: c.run.OwnerID, CallID: call.ID, Arguments: call.Arguments})
+			if err != nil {
+				line = "No preview: " + err.Error()
+			}
+			turn.Previews[call.ID] = line
 		}
 	}
 	digest, err := Digest(turn)
@@ -488,6 +500,9 @@ func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, 
 		calls[i] = payload{"id": tc.ID, "name": tc.Name, "arguments": content{tc.Arguments}}
 	}
 	p := payload{"kind": turn.Kind, "calls": calls, "digest": digest}
+	if len(turn.Previews) > 0 {
+		p["previews"] = content{turn.Previews}
+	}
 	if turn.Note != "" {
 		p["note"] = turn.Note
 	}

@@ -560,3 +560,25 @@ provider:
 		time.Sleep(lease / 10)
 	}
 }
+
+// TestPauseCarriesThePreview: a run that pauses on a tool that can preview
+// its effect carries the tool's line with the turn, where the decider
+// sees it; the stored event keeps it only as content (not at metadata).
+func TestPauseCarriesThePreview(t *testing.T) {
+	f := newFixture(t, 0, refundYAML)
+	paused, order := f.Waiting(t, "refund")
+	call := paused.Pending.Calls[0]
+	want := "Refund 50.00 EUR of " + order + " to Test (MARKER-ARGUMENT)"
+	if got := paused.Pending.Previews[call.ID]; got != want {
+		t.Errorf("preview = %q, want %q", got, want)
+	}
+	if n := f.Refunds(t, order); n != 0 {
+		t.Errorf("%d refunds after the preview, want none", n)
+	}
+	evs := f.Gapless(t, paused.RunID)
+	last := evs[len(evs)-1]
+	if last.Kind != runtime.KindSuspend || strings.Contains(string(last.Payload), "Refund 50.00") ||
+		!strings.Contains(string(last.Payload), "previews_bytes") {
+		t.Errorf("suspend event = %s, want the preview's size only", last.Payload)
+	}
+}

@@ -51,6 +51,9 @@ type PendingTurn struct {
 	// covers when it is not the call's own tool: the tool a meta-tool's
 	// execute calls (see StandingNamer).
 	Standing map[string]string `json:"standing,omitempty"`
+	// Previews say, by call id, what a call would do, in the words of its
+	// tool (see Previewer); part of what the decider saw.
+	Previews map[string]string `json:"previews,omitempty"`
 }
 
 // StandingName is what a standing approval of a call of this turn covers.

@@ -56,6 +56,14 @@ type UnavailableError struct {
 
 func (e *UnavailableError) Error() string { return e.Source + ": " + e.Cause }
 
+// Previewer is implemented by a tool that can say what a call would do,
+// without doing any of it: one line for the person who decides ("Refund
+// 49.90 EUR of ORD-1001 to Alice Example"). The engine asks when a run
+// pauses on the call; an error is shown instead of the line.
+type Previewer interface {
+	Preview(ctx context.Context, inv Invocation) (string, error)
+}
+
 // StandingNamer is implemented by a tool that calls other tools (an MCP
 // meta-tool's execute). A standing approval (scope=session) of one of its
 // calls covers the tool the call names, never the calling tool itself, so

@@ -457,3 +457,26 @@ func TestSchemasAgreeWithDecoding(t *testing.T) {
 		})
 	}
 }
+
+// TestRefundOrderPreview: the preview says what a call would pay out and
+// to whom, pays nothing, and fails where the call would.
+func TestRefundOrderPreview(t *testing.T) {
+	orders := newFakeOrders(order1)
+	tool := builtin.NewRefundOrder(orders)
+	for _, tt := range []struct {
+		args, want, wantErr string
+	}{
+		{`{"order_id":"ORD-1","reason":"damaged"}`, "Refund 50.00 EUR of ORD-1 to Ada Lovelace (damaged)", ""},
+		{`{"order_id":"ORD-1","amount_cents":1250}`, "Refund part of the order: 12.50 EUR of ORD-1 to Ada Lovelace", ""},
+		{`{"order_id":"ORD-9"}`, "", "order ORD-9 not found"},
+		{`{"order_id":"ORD-1","amount_cents":9000}`, "", "amount_cents must be between 1 and 5000"},
+	} {
+		got, err := tool.Preview(context.Background(), runtime.Invocation{RunID: 7, CallID: "c", Arguments: json.RawMessage(tt.args)})
+		if got != tt.want || (tt.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("Preview(%s) = %q, %v; want %q, error %q", tt.args, got, err, tt.want, tt.wantErr)
+		}
+	}
+	if n := len(orders.Refunds()); n != 0 {
+		t.Errorf("%d refunds after previews, want none", n)
+	}
+}

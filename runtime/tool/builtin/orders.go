@@ -128,51 +128,95 @@ func (t *RefundOrder) Spec() runtime.ToolSpec {
 	}
 }
 
-// Call looks the order up and records one refund of amount_cents (default:
-// the order's whole amount; it must lie between 1 and that amount), then
-// returns {"refund_id","order_id","amount_cents"}. Invalid arguments, an
-// unknown order and a failing database are errors; only the last can leave
-// it unknown whether the refund was recorded.
-func (t *RefundOrder) Call(ctx context.Context, inv runtime.Invocation) (string, error) {
+// refund is a refund_order call read and checked: what it would pay out.
+type refund struct {
+	order      runtime.Order
+	amount     int64
+	reason     string
+	processing time.Duration
+}
+
+// plan reads a call's arguments and looks its order up: amount_cents
+// defaults to the order's whole amount and must lie between 1 and that
+// amount. Invalid arguments, an unknown order and a failing database are
+// errors.
+func (t *RefundOrder) plan(ctx context.Context, arguments json.RawMessage) (refund, error) {
 	var args struct {
 		OrderID     string  `json:"order_id"`
 		AmountCents integer `json:"amount_cents"`
 		Reason      string  `json:"reason"`
 		Processing  float64 `json:"processing_seconds"`
 	}
-	if err := decodeArgs(NameRefundOrder, inv.Arguments, &args); err != nil {
-		return "", err
+	if err := decodeArgs(NameRefundOrder, arguments, &args); err != nil {
+		return refund{}, err
 	}
 	if args.OrderID == "" {
-		return "", fmt.Errorf("%s: invalid arguments: order_id is required", NameRefundOrder)
+		return refund{}, fmt.Errorf("%s: invalid arguments: order_id is required", NameRefundOrder)
 	}
 	if n := utf8.RuneCountInString(args.Reason); n > maxReasonLength {
-		return "", fmt.Errorf("%s: invalid arguments: reason may have at most %d characters, not %d", NameRefundOrder, maxReasonLength, n)
+		return refund{}, fmt.Errorf("%s: invalid arguments: reason may have at most %d characters, not %d", NameRefundOrder, maxReasonLength, n)
 	}
 	o, err := findOrder(ctx, t.orders, NameRefundOrder, args.OrderID)
 	if err != nil {
-		return "", err
+		return refund{}, err
 	}
 	amount := o.AmountCents
 	if args.AmountCents.set {
 		amount = args.AmountCents.value
 	}
 	if amount < 1 || amount > o.AmountCents {
-		return "", fmt.Errorf("%s: invalid arguments: amount_cents must be between 1 and %d (the amount of order %s), not %d", NameRefundOrder, o.AmountCents, o.ID, amount)
+		return refund{}, fmt.Errorf("%s: invalid arguments: amount_cents must be between 1 and %d (the amount of order %s), not %d", NameRefundOrder, o.AmountCents, o.ID, amount)
 	}
 	if args.Processing < 0 || args.Processing > 60 {
-		return "", fmt.Errorf("%s: invalid arguments: processing_seconds must be between 0 and 60", NameRefundOrder)
+		return refund{}, fmt.Errorf("%s: invalid arguments: processing_seconds must be between 0 and 60", NameRefundOrder)
+	}
+	return refund{order: o, amount: amount, reason: args.Reason,
+		processing: time.Duration(args.Processing * float64(time.Second))}, nil
+}
+
+// Preview says what a call would pay out, to whom, without paying: "Refund
+// 49.99 EUR of ORD-1001 to Ada Lovelace (customer request)". Its errors
+// are Call's for the same arguments.
+func (t *RefundOrder) Preview(ctx context.Context, inv runtime.Invocation) (string, error) {
+	r, err := t.plan(ctx, inv.Arguments)
+	if err != nil {
+		return "", err
+	}
+	what := "Refund"
+	if r.amount < r.order.AmountCents {
+		what = "Refund part of the order:"
+	}
+	line := fmt.Sprintf("%s %s %s of %s to %s", what, money(r.amount), r.order.Currency, r.order.ID, r.order.Customer)
+	if r.reason != "" {
+		line += " (" + r.reason + ")"
+	}
+	return line, nil
+}
+
+// money writes cents as units with two decimals: 4999 is 49.99.
+func money(cents int64) string {
+	return fmt.Sprintf("%d.%02d", cents/100, cents%100)
+}
+
+// Call records one refund of the planned amount (see plan), then returns
+// {"refund_id","order_id","amount_cents"}. Invalid arguments, an unknown
+// order and a failing database are errors; only the last can leave it
+// unknown whether the refund was recorded.
+func (t *RefundOrder) Call(ctx context.Context, inv runtime.Invocation) (string, error) {
+	r, err := t.plan(ctx, inv.Arguments)
+	if err != nil {
+		return "", err
 	}
 	// A slow payment provider: the write is in flight (the engine has
 	// stamped pending_effect) but has not happened yet.
 	select {
 	case <-ctx.Done():
 		return "", ctx.Err()
-	case <-time.After(time.Duration(args.Processing * float64(time.Second))):
+	case <-time.After(r.processing):
 	}
-	id, err := t.orders.InsertRefund(ctx, runtime.Refund{OrderID: o.ID, AmountCents: amount, RunID: inv.RunID, CallID: inv.CallID})
+	id, err := t.orders.InsertRefund(ctx, runtime.Refund{OrderID: r.order.ID, AmountCents: r.amount, RunID: inv.RunID, CallID: inv.CallID})
 	if err != nil {
-		return "", fmt.Errorf("%s: refund order %s: %w", NameRefundOrder, o.ID, err)
+		return "", fmt.Errorf("%s: refund order %s: %w", NameRefundOrder, r.order.ID, err)
 	}
-	return resultJSON(refundResult{RefundID: id, OrderID: o.ID, AmountCents: amount})
+	return resultJSON(refundResult{RefundID: id, OrderID: r.order.ID, AmountCents: r.amount})
 }
