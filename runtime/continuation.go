@@ -75,6 +75,16 @@ func (c *Continuation) RunID() int64 { return c.run.ID }
 // OwnerID is the id of the user who owns the claimed run.
 func (c *Continuation) OwnerID() int64 { return c.run.OwnerID }
 
+// Decided says what the decision this continuation carries out did: its
+// kind (approve, deny, input) and the tools of the turn it decided; ""
+// and none for a continuation that carries no decision (a start).
+func (c *Continuation) Decided() (kind string, tools []string) {
+	if c.decision == nil || c.state.Pending == nil {
+		return "", nil
+	}
+	return c.decision.Kind, c.state.Pending.ToolNames()
+}
+
 // Run executes the run until it pauses or settles, telling obs of every
 // recorded step. It goes on when ctx is cancelled (a client that went away
 // must not stop a claimed run); only losing the lease or the database stops
@@ -236,7 +246,7 @@ func (c *Continuation) apply(ctx context.Context) error {
 			}
 		}
 	}
-	c.state.Pending, c.state.Applied = nil, d.TurnDigest
+	c.state.Pending, c.state.Applied, c.state.Said = nil, d.TurnDigest, ""
 	return c.record(ctx, kind, 0, 0, p, func(cm *Commit) { cm.Executed = d.TurnDigest })
 }
 
@@ -490,7 +500,7 @@ func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, 
 	if err != nil {
 		return c.stopped(err), true
 	}
-	c.state.Pending = &turn
+	c.state.Pending, c.state.Said = &turn, c.said(turn)
 	status := StatusWaitingForApproval
 	if turn.Kind == TurnInput {
 		status = StatusWaitingForInput
@@ -508,6 +518,7 @@ func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, 
 	}
 	err = c.record(ctx, KindSuspend, c.state.Iterations, 0, p, func(cm *Commit) {
 		cm.Status, cm.TurnDigest = status, digest
+		cm.PendingTools = strings.Join(turn.ToolNames(), ",")
 		c.outcome(cm, "waiting")
 	})
 	if errors.Is(err, ErrCancelRequested) {
@@ -518,6 +529,22 @@ func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, 
 		return c.stopped(err), true
 	}
 	return Outcome{Status: status, Digest: digest, Pending: &turn}, true
+}
+
+// said is the text of the model's message that made the turn's calls.
+func (c *Continuation) said(turn PendingTurn) string {
+	if len(turn.Calls) == 0 {
+		return ""
+	}
+	for i := len(c.state.Messages) - 1; i >= 0; i-- {
+		m := c.state.Messages[i]
+		for _, tc := range m.ToolCalls {
+			if tc.ID == turn.Calls[0].ID {
+				return m.Content
+			}
+		}
+	}
+	return ""
 }
 
 // settle ends the run for good.

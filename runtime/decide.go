@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -193,6 +194,7 @@ func (p *pipeline) checkGrants() error {
 // the very turn the decider saw, and the decision is recorded with it.
 func (p *pipeline) claim(ctx context.Context, d DecisionRecord, standing []string) (*Continuation, error) {
 	d.RunID, d.TurnDigest, d.DecidedBy, d.DeciderName = p.runID, p.digest, p.actor.ID, p.actor.Name
+	d.Tools = strings.Join(p.state.Pending.ToolNames(), ",")
 	c := Claim{RunID: p.runID, From: p.waitFor, Digest: p.digest, Standing: standing}
 	switch p.path {
 	case PathDurable:

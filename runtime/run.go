@@ -81,6 +81,8 @@ type Run struct {
 	CreatedAt         time.Time  `db:"created_at"`
 	UpdatedAt         time.Time  `db:"updated_at"`
 	WaitingSince      *time.Time `db:"waiting_since"`
+	// OwnerName is the owner's user name, where a list reads it.
+	OwnerName string `db:"owner_name"`
 }
 
 // Role is what a user may do beyond deciding their own runs.

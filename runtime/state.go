@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // State is what a run carries from one step to the next: the transcript,
@@ -25,6 +26,9 @@ type State struct {
 	// Attempts counts how often a call was re-offered after an interrupted
 	// write, so that each re-offer is a new turn with a new digest.
 	Attempts map[string]int `json:"attempts,omitempty"`
+	// Said is what the model wrote with the calls the run waits on, for
+	// the people who may read the run; not part of the turn's digest.
+	Said string `json:"said,omitempty"`
 }
 
 // Verdict is a person's decision about one call.
@@ -54,6 +58,17 @@ type PendingTurn struct {
 	// Previews say, by call id, what a call would do, in the words of its
 	// tool (see Previewer); part of what the decider saw.
 	Previews map[string]string `json:"previews,omitempty"`
+}
+
+// ToolNames are the tools the turn's calls name, each once, in order.
+func (t *PendingTurn) ToolNames() []string {
+	var names []string
+	for _, c := range t.Calls {
+		if !slices.Contains(names, c.Name) {
+			names = append(names, c.Name)
+		}
+	}
+	return names
 }
 
 // StandingName is what a standing approval of a call of this turn covers.

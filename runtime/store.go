@@ -43,10 +43,13 @@ type Store interface {
 	// MarkPendingEffect stamps the call whose non-idempotent write is about
 	// to run (and renews the lease); ErrLeaseLost when not held.
 	MarkPendingEffect(ctx context.Context, runID int64, claimedBy, callID string, lease time.Duration) error
-	// WaitingRuns lists runs waiting for a decision, oldest first: the
-	// interactive ones, and process runs too when asked; ownerID 0 lists
-	// everyone's.
-	WaitingRuns(ctx context.Context, ownerID int64, withProcess bool, limit int) ([]*Run, error)
+	// WaitingPage lists up to q.Limit runs waiting for a decision, oldest
+	// first, from q.After, with their owner's name, and counts how many
+	// wait that q matches in all.
+	WaitingPage(ctx context.Context, q WaitingQuery) ([]*Run, int, error)
+	// History lists up to limit runs newest first, with the viewer's latest
+	// decision about each: see HistoryQuery.
+	History(ctx context.Context, q HistoryQuery, limit int) ([]HistoryRow, error)
 	// ContinuingRuns lists the interactive runs that continue in the
 	// background (decided or running) which a user owns or decided.
 	ContinuingRuns(ctx context.Context, userID int64, limit int) ([]*Run, error)
@@ -56,6 +59,9 @@ type Store interface {
 	LastSeq(ctx context.Context, runID int64) (int, error)
 	// Decision returns the decision recorded for a turn, or ErrNotFound.
 	Decision(ctx context.Context, runID int64, digest string) (*DecisionRecord, error)
+	// LatestDecisionBy returns a user's latest decision about a run, or
+	// ErrNotFound.
+	LatestDecisionBy(ctx context.Context, runID, userID int64) (*DecisionRecord, error)
 	// RequestCancel flags a running run for cancellation at its next step
 	// boundary; ErrClaimLost when it is not running any more.
 	RequestCancel(ctx context.Context, runID int64) error
@@ -98,9 +104,11 @@ type Claim struct {
 
 // DecisionRecord is one row of the decisions table.
 type DecisionRecord struct {
-	RunID       int64           `db:"run_id"`
-	TurnDigest  string          `db:"turn_digest"`
-	Kind        string          `db:"kind"` // approve, deny, input
+	RunID      int64  `db:"run_id"`
+	TurnDigest string `db:"turn_digest"`
+	Kind       string `db:"kind"` // approve, deny, input
+	// Tools names, comma-separated, the tools of the turn it decided.
+	Tools       string          `db:"tools"`
 	Scope       string          `db:"scope"`
 	Reason      string          `db:"reason"`
 	Input       json.RawMessage `db:"input"`
@@ -108,6 +116,9 @@ type DecisionRecord struct {
 	DeciderName string          `db:"decider_name"`
 	DecidedAt   time.Time       `db:"decided_at"`
 	Path        string          `db:"path"` // request or durable
+	// Outcome is how the continuation that carried it out ended, once it
+	// did (waiting, completed, failed, cancelled).
+	Outcome string `db:"outcome"`
 }
 
 // Decision kinds, scopes and paths.
@@ -143,8 +154,11 @@ type Commit struct {
 	// (with TurnDigest), settled (with TerminationReason and Answer), or
 	// handed back to the workers (decided or queued). A commit whose Event
 	// has no Kind records no event.
-	Status            Status
-	TurnDigest        string
+	Status     Status
+	TurnDigest string
+	// PendingTools names, comma-separated, the tools of a suspension's
+	// turn, which the inbox filters by (the turn itself may be sealed).
+	PendingTools      string
 	TerminationReason string
 	Answer            string
 	// Executed marks the decision of this turn as being carried out.

@@ -10,43 +10,76 @@ type PendingRun struct {
 	Run           *Run
 	Configuration *Configuration
 	Turn          PendingTurn
+	// Said is what the model wrote with the calls: run content, for those
+	// who may read the run only.
+	Said string
 }
 
-// maxInbox bounds one inbox listing.
+// maxInbox bounds the continuing runs the inbox lists.
 const maxInbox = 200
 
-// Pending lists the runs the actor may decide, oldest first: every such
-// run for admins and holders of the approve grant, their own for everyone
-// else. The inbox asks for interactive runs only; the API (withProcess)
-// for the runs automated processes decide too. A run whose state cannot be
-// read is left out (and logged): nobody could decide it.
-func (e *Engine) Pending(ctx context.Context, actor Actor, withProcess bool) ([]PendingRun, error) {
-	owner := actor.ID
+// Pending lists one page of the runs the actor may decide, oldest first:
+// every such run for admins and holders of the approve grant, their own for
+// everyone else. The inbox asks for interactive runs only; the API
+// (WithProcess) for the runs automated processes decide too. A run whose
+// state cannot be read is left out (and logged): nobody could decide it.
+// Refusals: invalid_request for a limit out of range.
+func (e *Engine) Pending(ctx context.Context, actor Actor, q WaitingQuery) (PendingPage, error) {
+	if q.Limit < 1 || q.Limit > MaxPage {
+		return PendingPage{}, refuse(CodeInvalidRequest, "limit must be between 1 and %d", MaxPage)
+	}
+	q.OwnerID = actor.ID
 	if actor.MayDecide(0) { // anyone's, not only their own
-		owner = 0
+		q.OwnerID = 0
 	}
-	runs, err := e.store.WaitingRuns(ctx, owner, withProcess, maxInbox)
+	limit := q.Limit
+	q.Limit++ // one more tells whether another page follows
+	runs, total, err := e.store.WaitingPage(ctx, q)
 	if err != nil {
-		return nil, err
+		return PendingPage{}, err
 	}
-	cfgs := map[int64]*Configuration{}
-	out := make([]PendingRun, 0, len(runs))
+	page := PendingPage{Total: total}
+	if len(runs) > limit {
+		runs = runs[:limit]
+		last := runs[limit-1]
+		page.Next = &WaitingCursor{Since: *last.WaitingSince, ID: last.ID}
+	}
+	cfgs := configurations{e: e}
 	for _, r := range runs {
-		cfg, ok := cfgs[r.ConfigurationID]
-		if !ok {
-			if cfg, err = e.store.Configuration(ctx, r.ConfigurationID); err != nil {
-				return nil, err
-			}
-			cfgs[r.ConfigurationID] = cfg
+		cfg, err := cfgs.of(ctx, r.ConfigurationID)
+		if err != nil {
+			return PendingPage{}, err
 		}
 		state, err := e.decodeState(r.State)
 		if err != nil || state.Pending == nil {
 			e.log.Warn("waiting run with an unreadable state", "run", r.ID, "err", err)
 			continue
 		}
-		out = append(out, PendingRun{Run: r, Configuration: cfg, Turn: *state.Pending})
+		page.Runs = append(page.Runs, PendingRun{Run: e.readable(r), Configuration: cfg, Turn: *state.Pending, Said: state.Said})
 	}
-	return out, nil
+	return page, nil
+}
+
+// PendingOne returns one waiting run as a decider sees it, for its page
+// (where notifications link). Refusals: not_found for anyone who may not
+// decide it, as for a run that does not exist; not_waiting for a run that
+// waits no more.
+func (e *Engine) PendingOne(ctx context.Context, runID int64, actor Actor) (PendingRun, error) {
+	run, cfg, err := e.store.RunForDecision(ctx, runID)
+	if errors.Is(err, ErrNotFound) || (err == nil && !actor.MayDecide(run.OwnerID)) {
+		return PendingRun{}, refuse(CodeNotFound, "no run %d", runID)
+	}
+	if err != nil {
+		return PendingRun{}, err
+	}
+	if !run.Status.Waiting() || cfg == nil {
+		return PendingRun{Run: e.readable(run), Configuration: cfg}, refuse(CodeNotWaiting, "run %d is %s", runID, run.Status)
+	}
+	state, err := e.decodeState(run.State)
+	if err != nil || state.Pending == nil {
+		return PendingRun{}, refuse(CodeUnreadableState, "the suspended state of run %d cannot be read", runID)
+	}
+	return PendingRun{Run: e.readable(run), Configuration: cfg, Turn: *state.Pending, Said: state.Said}, nil
 }
 
 // ContinuingRun is a run that continues in the background.
@@ -63,14 +96,11 @@ func (e *Engine) Continuing(ctx context.Context, actor Actor) ([]ContinuingRun, 
 		return nil, err
 	}
 	out := make([]ContinuingRun, len(runs))
-	cfgs := map[int64]*Configuration{}
+	cfgs := configurations{e: e}
 	for i, r := range runs {
-		cfg, ok := cfgs[r.ConfigurationID]
-		if !ok {
-			if cfg, err = e.store.Configuration(ctx, r.ConfigurationID); err != nil {
-				return nil, err
-			}
-			cfgs[r.ConfigurationID] = cfg
+		cfg, err := cfgs.of(ctx, r.ConfigurationID)
+		if err != nil {
+			return nil, err
 		}
 		out[i] = ContinuingRun{Run: r, Configuration: cfg}
 	}
@@ -131,4 +161,40 @@ func (e *Engine) Turn(ctx context.Context, runID int64) (*PendingTurn, error) {
 		return nil, nil
 	}
 	return state.Pending, nil
+}
+
+// DecidedRun is a run as someone who decided a turn of it sees it
+// afterwards: only how it stands and how it ended, and their decision.
+type DecidedRun struct {
+	Run           *Run
+	Configuration *Configuration
+	Decision      DecisionRecord
+}
+
+// DecidedBy returns a run with the actor's latest decision about it, for
+// the page their decision lands on. Refusals: not_found when they decided
+// no turn of it, as for a run that does not exist.
+func (e *Engine) DecidedBy(ctx context.Context, runID int64, actor Actor) (DecidedRun, error) {
+	d, err := e.store.LatestDecisionBy(ctx, runID, actor.ID)
+	if errors.Is(err, ErrNotFound) {
+		return DecidedRun{}, refuse(CodeNotFound, "no run %d", runID)
+	}
+	if err != nil {
+		return DecidedRun{}, err
+	}
+	run, err := e.store.Run(ctx, runID)
+	if err != nil {
+		return DecidedRun{}, err
+	}
+	cfg, err := e.store.Configuration(ctx, run.ConfigurationID)
+	if err != nil {
+		return DecidedRun{}, err
+	}
+	// Only what a decider may see of a run they may not read.
+	shown := &Run{ID: run.ID, ConfigurationID: run.ConfigurationID, Status: run.Status,
+		TerminationReason: run.TerminationReason, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
+	if err := e.openDecision(d); err != nil {
+		d.Reason, d.Input = unreadableText, nil
+	}
+	return DecidedRun{Run: shown, Configuration: cfg, Decision: *d}, nil
 }

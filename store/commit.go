@@ -96,9 +96,9 @@ func runUpdate(c runtime.Commit) (string, []any) {
 	var args []any
 	switch {
 	case c.Status.Waiting():
-		set = `status = ?, turn = turn + 1, turn_digest = ?, claimed_by = NULL,
+		set = `status = ?, turn = turn + 1, turn_digest = ?, pending_tools = ?, claimed_by = NULL,
 			lease_expires_at = NULL, pending_effect = NULL, waiting_since = NOW(6)`
-		args = []any{c.Status, c.TurnDigest}
+		args = []any{c.Status, c.TurnDigest, c.PendingTools}
 	case c.Status == runtime.StatusDecided || c.Status == runtime.StatusQueued:
 		// Handed back for a worker to finish (a draining server).
 		set = `status = ?, claimed_by = NULL, lease_expires_at = NULL, pending_effect = NULL,

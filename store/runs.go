@@ -10,18 +10,18 @@ import (
 
 var _ runtime.Store = (*Store)(nil)
 
-// runColumns selects a run; NULLs become zero values so rows scan into
-// runtime.Run directly.
-const runColumns = `id, configuration_id, owner_id, origin, status, turn,
-	COALESCE(turn_digest, '') AS turn_digest, state, COALESCE(claimed_by, '') AS claimed_by,
-	lease_expires_at, COALESCE(pending_effect, '') AS pending_effect, cancel_requested,
-	COALESCE(termination_reason, '') AS termination_reason, prompt, COALESCE(answer, '') AS answer,
-	iterations, input_tokens, output_tokens, created_at, updated_at, waiting_since`
+// runColumns selects a run of the table aliased r; NULLs become zero
+// values so rows scan into runtime.Run directly.
+const runColumns = `r.id, r.configuration_id, r.owner_id, r.origin, r.status, r.turn,
+	COALESCE(r.turn_digest, '') AS turn_digest, r.state, COALESCE(r.claimed_by, '') AS claimed_by,
+	r.lease_expires_at, COALESCE(r.pending_effect, '') AS pending_effect, r.cancel_requested,
+	COALESCE(r.termination_reason, '') AS termination_reason, r.prompt, COALESCE(r.answer, '') AS answer,
+	r.iterations, r.input_tokens, r.output_tokens, r.created_at, r.updated_at, r.waiting_since`
 
 // Run returns a run, or runtime.ErrNotFound.
 func (s *Store) Run(ctx context.Context, id int64) (*runtime.Run, error) {
 	var r runtime.Run
-	err := s.db.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id)
+	err := s.db.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs r WHERE r.id = ?`, id)
 	if err != nil {
 		return nil, notFound(fmt.Sprintf("run %d", id), err)
 	}
@@ -39,7 +39,7 @@ func (s *Store) RunForDecision(ctx context.Context, id int64) (*runtime.Run, *ru
 	}
 	err := s.db.GetContext(ctx, &row, `
 		SELECT r.*, c.active AS configuration_active, c.definition AS configuration_definition
-		FROM (SELECT `+runColumns+` FROM runs WHERE id = ?) AS r
+		FROM (SELECT `+runColumns+` FROM runs r WHERE r.id = ?) AS r
 		LEFT JOIN configurations c ON c.id = r.configuration_id`, id)
 	if err != nil {
 		return nil, nil, notFound(fmt.Sprintf("run %d", id), err)
@@ -52,22 +52,6 @@ func (s *Store) RunForDecision(ctx context.Context, id int64) (*runtime.Run, *ru
 		return nil, nil, err
 	}
 	return &row.Run, cfg, nil
-}
-
-// WaitingRuns lists runs waiting for a decision, oldest first: the
-// interactive ones, and process runs too when withProcess; ownerID 0 lists
-// everyone's.
-func (s *Store) WaitingRuns(ctx context.Context, ownerID int64, withProcess bool, limit int) ([]*runtime.Run, error) {
-	var runs []*runtime.Run
-	err := s.db.SelectContext(ctx, &runs, `
-		SELECT `+runColumns+` FROM runs
-		WHERE status IN ('waiting_for_approval', 'waiting_for_input')
-			AND (origin = 'interactive' OR ?) AND (? = 0 OR owner_id = ?)
-		ORDER BY waiting_since, id LIMIT ?`, withProcess, ownerID, ownerID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: waiting runs: %w", err)
-	}
-	return runs, nil
 }
 
 // CreateRun inserts a run with its first transcript messages and sets its

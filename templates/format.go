@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -114,6 +115,7 @@ func describedBy(runID int64, f Field) string {
 func decisionURL(id int64) string { return fmt.Sprintf("/inbox/runs/%d/decision", id) }
 func inputURL(id int64) string    { return fmt.Sprintf("/inbox/runs/%d/input", id) }
 func runURL(id int64) string      { return fmt.Sprintf("/runs/%d", id) }
+func inboxRunURL(id int64) string { return fmt.Sprintf("/inbox/runs/%d", id) }
 func cancelURL(id int64) string   { return fmt.Sprintf("/runs/%d/cancel", id) }
 
 // plural is "1 step", "2 steps".
@@ -122,4 +124,16 @@ func plural(n int, one, many string) string {
 		return fmt.Sprintf("%d %s", n, one)
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+func boolText(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+// statusText is a run status for people: "waiting for approval".
+func statusText(status string) string {
+	return strings.ReplaceAll(status, "_", " ")
 }

@@ -40,19 +40,39 @@ type ErrorPage struct {
 	Message string
 }
 
-// InboxPage lists what the user may decide, oldest first.
+// InboxPage lists one page of what the user may decide, oldest first.
 type InboxPage struct {
 	Page
 	Runs []InboxRun
+	// Total is how many runs wait that the user may decide, with the
+	// filters, on every page.
+	Total int
+	// Next is the address of the next page; "" on the last.
+	Next string
+	// Filter is the filter form, as the user set it.
+	Filter InboxFilter
 	// Continuing are the user's runs that continue in the background
-	// after a decision (durable path); while there are any the page
-	// refreshes itself.
+	// after a decision. inbox.js keeps the list current; the page itself
+	// never reloads.
 	Continuing []ContinuingRun
 	// Now is when the page was rendered, for "waited 3 min" labels.
 	Now time.Time
 }
 
-// ContinuingRun is a run a worker carries on.
+// InboxFilter narrows the inbox to a configuration or a tool.
+type InboxFilter struct {
+	Configuration string // identifier; "" for all
+	Tool          string
+	// Configurations are the choices of the configuration filter.
+	Configurations []Option
+}
+
+// Option is one choice of a select.
+type Option struct {
+	Value, Label string
+}
+
+// ContinuingRun is a run that continues in the background.
 type ContinuingRun struct {
 	ID            int64
 	Configuration string
@@ -63,7 +83,9 @@ type ContinuingRun struct {
 type InboxRun struct {
 	ID            int64
 	Configuration string // the configuration's name
-	WaitingSince  time.Time
+	// Owner is who started the run.
+	Owner        string
+	WaitingSince time.Time
 	// Kind is "approval" or "input".
 	Kind   string
 	Digest string
@@ -71,11 +93,18 @@ type InboxRun struct {
 	// interrupted earlier attempt.
 	Note  string
 	Calls []Call
+	// SecondApprover: the configuration needs an approver other than the
+	// one who started the run (four eyes).
+	SecondApprover bool
 	// FourEyes: the signed-in user started this run and its configuration
 	// needs a second approver; they may only deny it.
 	FourEyes bool
-	// CanOpen: the user may open the run's detail page (owner or admin).
+	// CanOpen: the user may read the run (owner or admin): its page, its
+	// prompt and what the model said.
 	CanOpen bool
+	// Prompt and Said are the run's prompt and the model's message with
+	// the calls; empty for a decider who may not read the run.
+	Prompt, Said string
 	// Fields is the input form of an input turn.
 	Fields []Field
 	// Error is a message about the whole form after a refused submission.
@@ -84,9 +113,47 @@ type InboxRun struct {
 
 // Call is one pending tool call: what the decider approves.
 type Call struct {
-	ID        string
-	Name      string
-	Arguments string // indented JSON
+	ID   string
+	Name string
+	// Description is the tool's own, when the server knows the tool.
+	Description string
+	// Preview is the tool's line about what the call would do; "" when
+	// the tool gives none.
+	Preview string
+	// Args are the arguments as a table; Arguments the JSON, indented.
+	Args      []Arg
+	Arguments string
+}
+
+// Arg is one argument of a call: a value, or an object or list of values
+// of its own (Nested), shown folded.
+type Arg struct {
+	Key    string
+	Value  string
+	Nested []Arg
+}
+
+// InboxRunPage is one run as a decider sees it on its own page: waiting,
+// with its forms; or, after their decision, how the run stands.
+type InboxRunPage struct {
+	Page
+	// Run is the waiting run; nil when it waits no more.
+	Run *InboxRun
+	// Decided is the user's decision and how the run stands since.
+	Decided *DecidedView
+	Now     time.Time
+}
+
+// DecidedView is a run after the viewer's decision.
+type DecidedView struct {
+	RunID         int64
+	Configuration string
+	// Summary says what the decision did and how the run ended, or that it
+	// still continues.
+	Summary string
+	// Continuing: the run has not settled or paused yet; the page reloads
+	// itself until it has (it has no forms).
+	Continuing bool
 }
 
 // Field is one input of an input form, generated from a JSON Schema.
@@ -139,4 +206,40 @@ type Event struct {
 	Duration string
 	At       time.Time
 	Payload  string // indented JSON, as stored (after the privacy filter)
+}
+
+// HistoryPage is one page of the runs the user may see, newest first.
+type HistoryPage struct {
+	Page
+	Runs   []HistoryRun
+	Filter HistoryFilter
+	// Admin: the owner filter is offered (admins see everyone's runs).
+	Admin bool
+	// Next is the address of the next page; "" on the last.
+	Next string
+}
+
+// HistoryFilter is the history's filter form, as the user set it.
+type HistoryFilter struct {
+	Status, Configuration, Owner string
+	// Mine keeps the runs the user decided.
+	Mine                     bool
+	Statuses, Configurations []Option
+}
+
+// HistoryRun is one run of the history. A run the user only decided shows
+// its id, configuration, status, times and their decision: no owner and
+// no link to its page.
+type HistoryRun struct {
+	ID            int64
+	Configuration string
+	Owner         string
+	Status        string
+	Reason        string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	// Decision is the user's latest decision about it ("approved").
+	Decision  string
+	DecidedAt time.Time
+	CanOpen   bool
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -72,21 +73,53 @@ type approvalJSON struct {
 	WaitingSince      *string         `json:"waiting_since"`
 	Note              string          `json:"note,omitempty"`
 	Schema            json.RawMessage `json:"schema,omitempty"`
+	// Previews say, by call id, what each call would do, in its tool's
+	// words.
+	Previews map[string]string `json:"previews,omitempty"`
 }
 
-// apiApprovals lists the open questions the caller may answer, oldest
-// first: what the inbox shows, as JSON.
+// Page sizes of the API's lists.
+const (
+	defaultAPIPage = 100
+	maxAPIPage     = runtime.MaxPage
+)
+
+// pageLimit reads ?limit=N (1 to maxAPIPage, defaultAPIPage when absent).
+func pageLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return defaultAPIPage, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxAPIPage {
+		return 0, invalid(fmt.Sprintf("limit must be an integer from 1 to %d", maxAPIPage))
+	}
+	return n, nil
+}
+
+// apiApprovals is GET /api/approvals?limit=N&after=<cursor>: a page of
+// the open questions the caller may answer, oldest first — what the inbox
+// shows, as JSON — and the cursor of the next page (null on the last).
 func (s *Server) apiApprovals(w http.ResponseWriter, r *http.Request, _ httprouter.Params, actor runtime.Actor) {
-	pending, err := s.engine.Pending(r.Context(), actor, true)
+	limit, err := pageLimit(r)
+	q := runtime.WaitingQuery{WithProcess: true, Limit: limit}
+	if c := r.URL.Query().Get("after"); err == nil && c != "" {
+		q.After, err = runtime.ParseWaitingCursor(c)
+	}
 	if err != nil {
 		s.refuse(w, r, s.at.api, 0, err)
 		return
 	}
-	out := make([]approvalJSON, 0, len(pending))
-	for _, p := range pending {
+	pending, err := s.engine.Pending(r.Context(), actor, q)
+	if err != nil {
+		s.refuse(w, r, s.at.api, 0, err)
+		return
+	}
+	out := make([]approvalJSON, 0, len(pending.Runs))
+	for _, p := range pending.Runs {
 		a := approvalJSON{RunID: p.Run.ID, Configuration: p.Configuration.Identifier,
 			ConfigurationName: p.Configuration.Name, Kind: p.Turn.Kind, PendingCalls: pendingCalls(&p.Turn),
-			TurnDigest: p.Run.TurnDigest, Note: p.Turn.Note}
+			TurnDigest: p.Run.TurnDigest, Note: p.Turn.Note, Previews: p.Turn.Previews}
 		if p.Run.WaitingSince != nil {
 			since := p.Run.WaitingSince.UTC().Format(timeFormat)
 			a.WaitingSince = &since
@@ -96,7 +129,70 @@ func (s *Server) apiApprovals(w http.ResponseWriter, r *http.Request, _ httprout
 		}
 		out = append(out, a)
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+	var next *string
+	if pending.Next != nil {
+		c := pending.Next.String()
+		next = &c
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"approvals": out, "next": next, "total": pending.Total})
+}
+
+// listedRunJSON is a run as GET /api/runs lists it: in full to its owner
+// and admins; to a decider of it, only its id, configuration, status,
+// times and their own decision.
+type listedRunJSON struct {
+	ID            int64         `json:"id"`
+	Configuration string        `json:"configuration"`
+	Status        string        `json:"status"`
+	Reason        string        `json:"termination_reason,omitempty"`
+	CreatedAt     string        `json:"created_at"`
+	UpdatedAt     string        `json:"updated_at"`
+	Run           *runJSON      `json:"run,omitempty"`
+	Decision      *decisionJSON `json:"your_decision,omitempty"`
+}
+
+type decisionJSON struct {
+	Kind      string `json:"kind"`
+	DecidedAt string `json:"decided_at"`
+}
+
+// apiRuns is GET /api/runs: a page of the runs the caller may see, newest
+// first (see Engine.History), with the filters of runQuery, and the cursor
+// of the next page (null on the last).
+func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request, _ httprouter.Params, actor runtime.Actor) {
+	q, err := s.runQuery(r, actor)
+	if err == nil {
+		q.Limit, err = pageLimit(r)
+	}
+	if err != nil {
+		s.refuse(w, r, s.at.api, 0, err)
+		return
+	}
+	page, err := s.engine.History(r.Context(), actor, q)
+	if err != nil {
+		s.refuse(w, r, s.at.api, 0, err)
+		return
+	}
+	out := make([]listedRunJSON, 0, len(page.Runs))
+	for _, l := range page.Runs {
+		j := listedRunJSON{ID: l.Run.ID, Configuration: l.Configuration.Identifier, Status: string(l.Run.Status),
+			Reason: l.Run.TerminationReason, CreatedAt: l.Run.CreatedAt.UTC().Format(timeFormat),
+			UpdatedAt: l.Run.UpdatedAt.UTC().Format(timeFormat)}
+		if l.MayRead {
+			full := toRunJSON(l.Run, l.Configuration.Identifier)
+			j.Run = &full
+		}
+		if l.Decision != nil {
+			j.Decision = &decisionJSON{Kind: l.Decision.Kind, DecidedAt: l.Decision.DecidedAt.UTC().Format(timeFormat)}
+		}
+		out = append(out, j)
+	}
+	var next *string
+	if page.Next != 0 {
+		c := strconv.FormatInt(page.Next, 10)
+		next = &c
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"runs": out, "next": next})
 }
 
 // startBody is the body of POST /api/runs.

@@ -421,7 +421,7 @@ func TestBrowserStreamedApproveShowsProgress(t *testing.T) {
 
 	flash := b.landOnInbox(sel, settleTimeout)
 	t.Logf("counter showed %v; approve to inbox took %s", seen.Values, time.Since(start).Round(time.Millisecond))
-	if want := fmt.Sprintf("Run %d completed.", paused.RunID); flash != want {
+	if want := fmt.Sprintf("You %s; run %d completed: the agent finished.", "approved refund_order", paused.RunID); flash != want {
 		t.Errorf("flash = %q, want %q", flash, want)
 	}
 	posts := b.posts(fmt.Sprintf("/inbox/runs/%d/decision", paused.RunID))
@@ -448,7 +448,7 @@ func TestBrowserDoubleClickApprovesOnce(t *testing.T) {
 	// A second request would be refused as already resuming, and its flash
 	// would then be the last one shown; that is harmless, though inbox.js
 	// means to send nothing more once the form is busy.
-	if want := fmt.Sprintf("Run %d completed.", paused.RunID); flash != want {
+	if want := fmt.Sprintf("You %s; run %d completed: the agent finished.", "approved refund_order", paused.RunID); flash != want {
 		if !strings.Contains(flash, "already being resumed") {
 			t.Errorf("flash = %q, want %q", flash, want)
 		}
@@ -474,7 +474,7 @@ func TestBrowserNativeApproveRedirectsWithFlash(t *testing.T) {
 
 	b.do("click Approve", stepTimeout, chromedp.Click(chromedp.CSS(sel+` button[name="decision"][value="approve"]`)))
 	flash := b.landOnInbox(sel, settleTimeout)
-	if want := fmt.Sprintf("Run %d completed.", paused.RunID); flash != want {
+	if want := fmt.Sprintf("You %s; run %d completed: the agent finished.", "approved refund_order", paused.RunID); flash != want {
 		t.Errorf("flash = %q, want %q", flash, want)
 	}
 	posts := b.posts(fmt.Sprintf("/inbox/runs/%d/decision", paused.RunID))
@@ -571,7 +571,7 @@ func TestBrowserNativeInvalidInputKeepsValues(t *testing.T) {
 
 	submitValidAmount(b, sel)
 	flash := b.landOnInbox(sel, settleTimeout)
-	if want := fmt.Sprintf("Run %d completed.", paused.RunID); flash != want {
+	if want := fmt.Sprintf("You %s; run %d completed: the agent finished.", "answered ask_operator", paused.RunID); flash != want {
 		t.Errorf("flash = %q, want %q", flash, want)
 	}
 	if posts := b.posts(path); len(posts) != 2 || posts[1].kind != network.ResourceTypeDocument || posts[1].status != 303 {
@@ -607,7 +607,7 @@ func TestBrowserScriptedInvalidInputFallsBackToTheServerPage(t *testing.T) {
 
 	submitValidAmount(b, sel)
 	flash := b.landOnInbox(sel, settleTimeout)
-	if want := fmt.Sprintf("Run %d completed.", paused.RunID); flash != want {
+	if want := fmt.Sprintf("You %s; run %d completed: the agent finished.", "answered ask_operator", paused.RunID); flash != want {
 		t.Errorf("flash = %q, want %q", flash, want)
 	}
 	if posts := b.posts(path); len(posts) != 3 || posts[2].kind != network.ResourceTypeFetch || posts[2].status != 200 {

@@ -133,7 +133,9 @@ func TestEventsFollowAWorkersContinuation(t *testing.T) {
 	before := len(a.Events(t, paused.RunID))
 
 	res, _ := a.signIn(t, "approver").post(inboxPath(paused.RunID, "decision"), approve(paused.Digest))
-	wantRedirect(t, res, "/inbox")
+	// The durable answer lands on the run's own page, which shows the
+	// outcome once there is one.
+	wantRedirect(t, res, fmt.Sprintf("/inbox/runs/%d", paused.RunID))
 	if got := a.Run(t, paused.RunID).Status; got != runtime.StatusDecided {
 		t.Fatalf("after a durable decision the run is %s, want %s", got, runtime.StatusDecided)
 	}

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -15,63 +18,179 @@ import (
 	"github.com/turnstile-dev/turnstile/templates"
 )
 
+// inboxPageSize is how many waiting runs one inbox page shows.
+const inboxPageSize = 50
+
+// inbox is GET /inbox?before=<cursor>&configuration=<identifier>&tool=<name>:
+// a page of the runs the user may decide, oldest first, with how many wait
+// in all and a link to the next page, so that no waiting run is out of
+// reach. It never reloads itself.
 func (s *Server) inbox(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	s.renderInbox(w, r, http.StatusOK, nil)
+	q := r.URL.Query()
+	wq := runtime.WaitingQuery{Limit: inboxPageSize, Tool: q.Get("tool")}
+	if c := q.Get("before"); c != "" {
+		cursor, err := runtime.ParseWaitingCursor(c)
+		if err != nil {
+			s.errorMessage(w, r, http.StatusBadRequest, "This page address is not one of the inbox's. Start again from the inbox.")
+			return
+		}
+		wq.After = cursor
+	}
+	cfgs, err := s.catalog.Configurations(r.Context())
+	if err != nil {
+		s.refuse(w, r, s.at.page, 0, err)
+		return
+	}
+	filter := templates.InboxFilter{Configuration: q.Get("configuration"), Tool: wq.Tool}
+	for _, c := range cfgs {
+		filter.Configurations = append(filter.Configurations, templates.Option{Value: c.Identifier, Label: c.Name})
+		if c.Identifier == filter.Configuration {
+			wq.ConfigurationID = c.ID
+		}
+	}
+	if filter.Configuration != "" && wq.ConfigurationID == 0 {
+		wq.ConfigurationID = -1 // no such configuration: nothing waits on it
+	}
+	actor := currentUser(r).Actor()
+	pending, err := s.engine.Pending(r.Context(), actor, wq)
+	if err != nil {
+		s.refuse(w, r, s.at.page, 0, err)
+		return
+	}
+	continuing, err := s.continuing(r.Context(), actor)
+	if err != nil {
+		s.refuse(w, r, s.at.page, 0, err)
+		return
+	}
+	page := templates.InboxPage{Page: s.pageFor(r, "Inbox"), Now: time.Now(), Total: pending.Total,
+		Filter: filter, Continuing: continuing}
+	if pending.Next != nil {
+		next := url.Values{"before": {pending.Next.String()}}
+		if filter.Configuration != "" {
+			next.Set("configuration", filter.Configuration)
+		}
+		if filter.Tool != "" {
+			next.Set("tool", filter.Tool)
+		}
+		page.Next = "/inbox?" + next.Encode()
+	}
+	for _, p := range pending.Runs {
+		page.Runs = append(page.Runs, s.inboxRun(actor, p, nil))
+	}
+	s.render(w, r, http.StatusOK, templates.Inbox(page))
+}
+
+// continuingList is GET /inbox/continuing: the user's runs that continue in
+// the background, as the inbox shows them, for inbox.js to keep that part
+// of the page current without reloading what the user types into.
+func (s *Server) continuingList(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	continuing, err := s.continuing(r.Context(), currentUser(r).Actor())
+	if err != nil {
+		s.refuse(w, r, s.at.page, 0, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, templates.Continuing(continuing))
+}
+
+func (s *Server) continuing(ctx context.Context, actor runtime.Actor) ([]templates.ContinuingRun, error) {
+	runs, err := s.engine.Continuing(ctx, actor)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]templates.ContinuingRun, len(runs))
+	for i, c := range runs {
+		out[i] = templates.ContinuingRun{ID: c.Run.ID, Configuration: c.Configuration.Name, Status: string(c.Run.Status)}
+	}
+	return out, nil
 }
 
 // formState is a refused input form to show again: the user's values and
 // one message per field.
 type formState struct {
-	runID  int64
 	values map[string][]string
 	fields map[string]string
 	msg    string
 }
 
-// renderInbox renders the inbox, with a refused input form filled in again
-// when there is one.
-func (s *Server) renderInbox(w http.ResponseWriter, r *http.Request, status int, refused *formState) {
-	u := currentUser(r)
-	pending, err := s.engine.Pending(r.Context(), u.Actor(), false)
-	if err != nil {
-		s.refuse(w, r, s.at.page, 0, err)
-		return
+// inboxRun is a waiting run as the inbox card shows it to an actor: the
+// prompt and what the model said only to who may read the run.
+func (s *Server) inboxRun(actor runtime.Actor, p runtime.PendingRun, refused *formState) templates.InboxRun {
+	run := templates.InboxRun{ID: p.Run.ID, Configuration: p.Configuration.Name, Owner: p.Run.OwnerName,
+		Kind: p.Turn.Kind, Digest: p.Run.TurnDigest, Note: p.Turn.Note,
+		SecondApprover: p.Configuration.RequireSecondApprover,
+		FourEyes:       p.Configuration.RequireSecondApprover && p.Run.OwnerID == actor.ID,
+		CanOpen:        actor.MayRead(p.Run.OwnerID)}
+	if run.CanOpen {
+		run.Prompt, run.Said = p.Run.Prompt, p.Said
 	}
-	page := templates.InboxPage{Page: s.pageFor(r, "Inbox"), Now: time.Now()}
-	continuing, err := s.engine.Continuing(r.Context(), u.Actor())
-	if err != nil {
-		s.refuse(w, r, s.at.page, 0, err)
-		return
+	if p.Run.WaitingSince != nil {
+		run.WaitingSince = *p.Run.WaitingSince
 	}
-	for _, c := range continuing {
-		page.Continuing = append(page.Continuing, templates.ContinuingRun{ID: c.Run.ID,
-			Configuration: c.Configuration.Name, Status: string(c.Run.Status)})
-	}
-	if len(page.Continuing) > 0 {
-		page.Refresh = 3
-	}
-	for _, p := range pending {
-		run := templates.InboxRun{ID: p.Run.ID, Configuration: p.Configuration.Name, Kind: p.Turn.Kind,
-			Digest: p.Run.TurnDigest, Note: p.Turn.Note,
-			FourEyes: p.Configuration.RequireSecondApprover && p.Run.OwnerID == u.ID,
-			CanOpen:  u.Actor().MayRead(p.Run.OwnerID)}
-		if p.Run.WaitingSince != nil {
-			run.WaitingSince = *p.Run.WaitingSince
+	for _, c := range p.Turn.Calls {
+		call := templates.Call{ID: c.ID, Name: c.Name, Preview: p.Turn.Previews[c.ID],
+			Args: argRows(c.Arguments), Arguments: indent(c.Arguments)}
+		if t, ok := s.engine.Tool(c.Name); ok {
+			call.Description = t.Spec().Description
 		}
-		for _, c := range p.Turn.Calls {
-			run.Calls = append(run.Calls, templates.Call{ID: c.ID, Name: c.Name, Arguments: indent(c.Arguments)})
-		}
-		if p.Turn.Kind == runtime.TurnInput {
-			var values map[string][]string
-			var errs map[string]string
-			if refused != nil && refused.runID == p.Run.ID {
-				values, errs, run.Error = refused.values, refused.fields, refused.msg
-			}
-			run.Fields = inputFields(p.Turn.Schema, values, errs)
-		}
-		page.Runs = append(page.Runs, run)
+		run.Calls = append(run.Calls, call)
 	}
-	s.render(w, r, status, templates.Inbox(page))
+	if p.Turn.Kind == runtime.TurnInput {
+		var values map[string][]string
+		var errs map[string]string
+		if refused != nil {
+			values, errs, run.Error = refused.values, refused.fields, refused.msg
+		}
+		run.Fields = inputFields(p.Turn.Schema, values, errs)
+	}
+	return run
+}
+
+// argRows turns a call's arguments into table rows, keys sorted; an
+// object or a list inside becomes rows of its own, shown folded.
+func argRows(raw json.RawMessage) []templates.Arg {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	return rowsOf(m)
+}
+
+func rowsOf(m map[string]any) []templates.Arg {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	rows := make([]templates.Arg, len(keys))
+	for i, k := range keys {
+		rows[i] = argRow(k, m[k])
+	}
+	return rows
+}
+
+func argRow(key string, v any) templates.Arg {
+	switch v := v.(type) {
+	case map[string]any:
+		return templates.Arg{Key: key, Value: fmt.Sprintf("%d fields", len(v)), Nested: rowsOf(v)}
+	case []any:
+		a := templates.Arg{Key: key, Value: fmt.Sprintf("%d items", len(v))}
+		for i, e := range v {
+			a.Nested = append(a.Nested, argRow(fmt.Sprint(i+1), e))
+		}
+		return a
+	case nil:
+		return templates.Arg{Key: key, Value: "null"}
+	case string:
+		return templates.Arg{Key: key, Value: v}
+	default:
+		return templates.Arg{Key: key, Value: fmt.Sprint(v)}
+	}
 }
 
 // inputFields turns an input schema into form fields, with the values and
@@ -100,19 +219,143 @@ func indent(raw json.RawMessage) string {
 	return buf.String()
 }
 
+// inboxRunPage is GET /inbox/runs/:id, one run for a decider (the page
+// notifications link to, and where a decision without JavaScript lands):
+// while it waits, its card and forms; after the user's decision, what the
+// decision did and how the run stands, reloading itself (it has no forms)
+// until the run pauses or settles. To anyone who may not decide the run,
+// it does not exist.
+func (s *Server) inboxRunPage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	id, ok := s.runParam(w, r, s.at.page, ps)
+	if !ok {
+		return
+	}
+	s.renderInboxRun(w, r, http.StatusOK, id, nil)
+}
+
+// renderInboxRun renders a run's own page, with a refused input form
+// filled in again when there is one.
+func (s *Server) renderInboxRun(w http.ResponseWriter, r *http.Request, status int, id int64, refused *formState) {
+	actor := currentUser(r).Actor()
+	page := templates.InboxRunPage{Page: s.pageFor(r, fmt.Sprintf("Run %d", id)), Now: time.Now()}
+	p, err := s.engine.PendingOne(r.Context(), id, actor)
+	switch runtime.CodeOf(err) {
+	case "":
+		if err != nil {
+			s.refuse(w, r, s.at.page, id, err)
+			return
+		}
+		run := s.inboxRun(actor, p, refused)
+		page.Run = &run
+	case runtime.CodeNotWaiting:
+		d, err := s.engine.DecidedBy(r.Context(), id, actor)
+		if runtime.CodeOf(err) == runtime.CodeNotFound {
+			// Someone else decided it, or nobody did and it is gone.
+			name := ""
+			if p.Configuration != nil {
+				name = p.Configuration.Name
+			}
+			page.Decided = &templates.DecidedView{RunID: id, Configuration: name,
+				Summary: fmt.Sprintf("Run %d no longer waits for a decision; it is %s.", id, statusWords(p.Run.Status))}
+			break
+		}
+		if err != nil {
+			s.refuse(w, r, s.at.page, id, err)
+			return
+		}
+		page.Decided = decidedView(d)
+		if page.Decided.Continuing {
+			page.Refresh = 2
+		}
+	default:
+		s.refuse(w, r, s.at.page, id, err)
+		return
+	}
+	s.render(w, r, status, templates.InboxRunView(page))
+}
+
+// decidedView says what a user's decision did, and how its run stands.
+func decidedView(d runtime.DecidedRun) *templates.DecidedView {
+	v := &templates.DecidedView{RunID: d.Run.ID, Configuration: d.Configuration.Name}
+	did := decisionWords(d.Decision.Kind, strings.Split(d.Decision.Tools, ","))
+	switch st := d.Run.Status; {
+	case st == runtime.StatusRunning || st == runtime.StatusDecided || st == runtime.StatusQueued:
+		v.Continuing = true
+		v.Summary = fmt.Sprintf("%s; run %d continues…", did, d.Run.ID)
+	default:
+		v.Summary = fmt.Sprintf("%s; %s", did, endedWords(d.Run.ID, st, d.Run.TerminationReason))
+	}
+	return v
+}
+
+// decisionWords says what a decision did: "You denied refund_order".
+func decisionWords(kind string, tools []string) string {
+	what := strings.Join(tools, " and ")
+	if what == "" {
+		what = "the pending turn"
+	}
+	return "You " + decisionVerb(kind) + " " + what
+}
+
+// decisionVerb is a decision's kind as a verb: "approved".
+func decisionVerb(kind string) string {
+	return map[string]string{runtime.DecisionApprove: "approved", runtime.DecisionDeny: "denied",
+		runtime.DecisionInput: "answered"}[kind]
+}
+
+// endedWords says how a run stands after a continuation: "run 9
+// completed: the agent finished".
+func endedWords(id int64, st runtime.Status, reason string) string {
+	switch {
+	case st == runtime.StatusCompleted:
+		return fmt.Sprintf("run %d completed: %s.", id, reasonWords(reason))
+	case st.Waiting():
+		return fmt.Sprintf("run %d continued and waits for a decision again.", id)
+	case st == runtime.StatusFailed:
+		return fmt.Sprintf("run %d failed: %s.", id, reasonWords(reason))
+	case st == runtime.StatusCancelled:
+		return fmt.Sprintf("run %d was cancelled.", id)
+	case st == runtime.StatusDecided || st == runtime.StatusQueued:
+		return fmt.Sprintf("run %d was handed over to a worker while this server stops; it continues in the background.", id)
+	}
+	return fmt.Sprintf("run %d continues in the background.", id)
+}
+
+// reasonWords says a termination reason in words.
+func reasonWords(reason string) string {
+	if w, ok := map[string]string{
+		runtime.ReasonCompleted:      "the agent finished",
+		runtime.ReasonMaxIterations:  "it reached its limit of rounds",
+		runtime.ReasonProviderFailed: "the model could not be reached or refused",
+		runtime.ReasonCancelled:      "cancelled",
+		runtime.ReasonToolMissing:    "a tool it needs is not available",
+		runtime.ReasonWriteUnknown:   "it lost its lease while a write was in flight",
+		runtime.ReasonUnreadable:     "its saved state cannot be read",
+	}[reason]; ok {
+		return w
+	}
+	return reason
+}
+
+// statusWords says a status in words.
+func statusWords(st runtime.Status) string {
+	return strings.ReplaceAll(string(st), "_", " ")
+}
+
 // inboxSurface answers decisions made in the inbox: refusals as a 303 to
-// the inbox with a flash (a 422 inbox page for invalid input, the 404 page
-// for a run the user may not see); with JavaScript (Accept:
+// the inbox with a flash (the run's page with 422 for invalid input, the
+// 404 page for a run the user may not see); with JavaScript (Accept:
 // application/x-ndjson) the continuation streams counts only — an approve
 // grant shows no content — and without, the durable path answers at once
-// while a worker lives, else the continuation runs to its end and the
+// while a worker lives, landing on the run's page, which shows the outcome
+// once there is one; else the continuation runs to its end and the
 // outcome is the flash.
 func (s *Server) inboxSurface() *surface {
 	return &surface{name: "inbox",
 		html: func(*http.Request) bool { return true },
 		back: func(int64) string { return "/inbox" },
 		invalid: func(w http.ResponseWriter, r *http.Request, id int64, ref *runtime.Refusal) {
-			s.renderInbox(w, r, http.StatusUnprocessableEntity, &formState{runID: id, values: r.PostForm,
+			s.renderInboxRun(w, r, http.StatusUnprocessableEntity, id, &formState{values: r.PostForm,
 				fields: ref.Fields, msg: "Some fields need another look."})
 		},
 		want: func(r *http.Request) want {
@@ -123,11 +366,12 @@ func (s *Server) inboxSurface() *surface {
 		},
 		recorded: func(w http.ResponseWriter, r *http.Request, id int64) {
 			s.flash(r.Context(), fmt.Sprintf("Decision recorded; run %d continues in the background.", id))
-			http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+			http.Redirect(w, r, fmt.Sprintf("/inbox/runs/%d", id), http.StatusSeeOther)
 		},
 		run: func(w http.ResponseWriter, r *http.Request, c *runtime.Continuation) {
+			kind, tools := c.Decided()
 			if !wantsStream(r) {
-				s.flash(r.Context(), outcomeFlash(runToEnd(w, r, c, nil)))
+				s.flash(r.Context(), outcomeFlash(kind, tools, runToEnd(w, r, c, nil)))
 				http.Redirect(w, r, "/inbox", http.StatusSeeOther)
 				return
 			}
@@ -137,7 +381,7 @@ func (s *Server) inboxSurface() *surface {
 				// /inbox to show it; on a context of its own, since the
 				// client may have gone.
 				ctx := context.WithoutCancel(r.Context())
-				s.flash(ctx, outcomeFlash(out))
+				s.flash(ctx, outcomeFlash(kind, tools, out))
 				if _, _, err := s.sessions.Commit(ctx); err != nil {
 					s.log.Warn("save flash", "run", out.RunID, "err", err)
 				}
@@ -167,20 +411,15 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 		Actor: currentUser(r).Actor(), Inbox: true}, r.PostForm))
 }
 
-// outcomeFlash names how a continuation ended.
-func outcomeFlash(out runtime.Outcome) string {
-	switch {
-	case out.Status == runtime.StatusCompleted:
-		return fmt.Sprintf("Run %d completed.", out.RunID)
-	case out.Status.Waiting():
-		return fmt.Sprintf("Run %d continued and waits for a decision again.", out.RunID)
-	case out.Status == runtime.StatusFailed:
-		return fmt.Sprintf("Run %d failed (%s).", out.RunID, out.Reason)
-	case out.Status == runtime.StatusCancelled:
-		return fmt.Sprintf("Run %d was cancelled.", out.RunID)
-	case out.Status == runtime.StatusDecided || out.Status == runtime.StatusQueued:
-		return fmt.Sprintf("Run %d was handed over to a worker while this server stops; it continues in the background.", out.RunID)
-	default:
-		return fmt.Sprintf("Run %d continues in the background.", out.RunID)
+// outcomeFlash says what a decision did and how its continuation ended:
+// "You denied refund_order; run 9 completed: the agent finished."
+func outcomeFlash(kind string, tools []string, out runtime.Outcome) string {
+	ended := endedWords(out.RunID, out.Status, out.Reason)
+	if out.Status == runtime.StatusRunning {
+		ended = fmt.Sprintf("run %d continues in the background.", out.RunID)
 	}
+	if kind == "" {
+		return strings.ToUpper(ended[:1]) + ended[1:]
+	}
+	return decisionWords(kind, tools) + "; " + ended
 }

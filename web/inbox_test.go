@@ -21,7 +21,7 @@ func TestNativeApproveRedirectsWithTheOutcome(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/inbox" {
 		t.Fatalf("status %d to %q, want 303 to /inbox", res.StatusCode, res.Header.Get("Location"))
 	}
-	if got, want := c.flash(), "Run "+strconv.FormatInt(paused.RunID, 10)+" completed."; got != want {
+	if got, want := c.flashText(), "You approved refund_order; run "+strconv.FormatInt(paused.RunID, 10)+" completed: the agent finished."; got != want {
 		t.Errorf("flash = %q, want %q", got, want)
 	}
 	if n := a.Refunds(t, order); n != 1 {

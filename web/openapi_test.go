@@ -31,6 +31,7 @@ var apiRoutes = []struct{ method, path, scope string }{
 	{http.MethodGet, "/api/openapi.json", ""},
 	{http.MethodGet, "/api/approvals", runtime.ScopeRunRead},
 	{http.MethodPost, "/api/runs", runtime.ScopeRunStart},
+	{http.MethodGet, "/api/runs", runtime.ScopeRunRead},
 	{http.MethodGet, "/api/runs/:id", runtime.ScopeRunRead},
 	{http.MethodDelete, "/api/runs/:id", runtime.ScopeRunCancel},
 	{http.MethodGet, "/api/runs/:id/events", runtime.ScopeRunRead},

@@ -26,7 +26,7 @@ func TestNativeDecisionFlashesTheOutcome(t *testing.T) {
 		wantReason string
 	}{
 		{name: "completed", cfg: "refund", action: "decision", form: approve,
-			wantFlash: "Run %d completed.", wantStatus: runtime.StatusCompleted, wantReason: runtime.ReasonCompleted},
+			wantFlash: "You approved refund_order; run %d completed: the agent finished.", wantStatus: runtime.StatusCompleted, wantReason: runtime.ReasonCompleted},
 		{name: "completed after a denial", cfg: "refund", action: "decision",
 			form: func(d string) url.Values {
 				f := approve(d)
@@ -34,13 +34,13 @@ func TestNativeDecisionFlashesTheOutcome(t *testing.T) {
 				f.Set("reason", "not eligible")
 				return f
 			},
-			wantFlash: "Run %d completed.", wantStatus: runtime.StatusCompleted, wantReason: runtime.ReasonCompleted},
+			wantFlash: "You denied refund_order; run %d completed: the agent finished.", wantStatus: runtime.StatusCompleted, wantReason: runtime.ReasonCompleted},
 		{name: "completed after an answer", cfg: "input", action: "input", form: answerForm,
-			wantFlash: "Run %d completed.", wantStatus: runtime.StatusCompleted, wantReason: runtime.ReasonCompleted},
+			wantFlash: "You answered ask_operator; run %d completed: the agent finished.", wantStatus: runtime.StatusCompleted, wantReason: runtime.ReasonCompleted},
 		{name: "waiting again", cfg: "twice", action: "decision", form: approve,
-			wantFlash: "Run %d continued and waits for a decision again.", wantStatus: runtime.StatusWaitingForApproval},
+			wantFlash: "You approved refund_order; run %d continued and waits for a decision again.", wantStatus: runtime.StatusWaitingForApproval},
 		{name: "failed", cfg: "short", action: "decision", form: approve,
-			wantFlash: "Run %d failed (max_iterations).", wantStatus: runtime.StatusFailed, wantReason: runtime.ReasonMaxIterations},
+			wantFlash: "You approved refund_order; run %d failed: it reached its limit of rounds.", wantStatus: runtime.StatusFailed, wantReason: runtime.ReasonMaxIterations},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,7 +110,7 @@ func TestCancelWhileADecisionRuns(t *testing.T) {
 		t.Fatal(got.err)
 	}
 	wantRedirect(t, got.res, "/inbox")
-	if got, want := approver.flashText(), fmt.Sprintf("Run %d was cancelled.", id); got != want {
+	if got, want := approver.flashText(), fmt.Sprintf("You approved refund_order; run %d was cancelled.", id); got != want {
 		t.Errorf("approver's flash = %q, want %q", got, want)
 	}
 	if run := a.Run(t, id); run.Status != runtime.StatusCancelled || run.TerminationReason != runtime.ReasonCancelled {

@@ -310,7 +310,7 @@ func TestFourEyesOwnerMayDeny(t *testing.T) {
 	form.Set("decision", "deny")
 	res, _ := owner.post(inboxPath(denied.RunID, "decision"), form)
 	wantRedirect(t, res, "/inbox")
-	if got, want := owner.flashText(), fmt.Sprintf("Run %d completed.", denied.RunID); got != want {
+	if got, want := owner.flashText(), fmt.Sprintf("You denied refund_order; run %d completed: the agent finished.", denied.RunID); got != want {
 		t.Errorf("flash after the owner's denial = %q, want %q", got, want)
 	}
 	if got := a.Refunds(t, deniedOrder); got != 0 {
@@ -321,7 +321,7 @@ func TestFourEyesOwnerMayDeny(t *testing.T) {
 	approver := a.signIn(t, "approver")
 	res, _ = approver.post(inboxPath(approved.RunID, "decision"), approve(approved.Digest))
 	wantRedirect(t, res, "/inbox")
-	if got, want := approver.flashText(), fmt.Sprintf("Run %d completed.", approved.RunID); got != want {
+	if got, want := approver.flashText(), fmt.Sprintf("You approved refund_order; run %d completed: the agent finished.", approved.RunID); got != want {
 		t.Errorf("flash after a second person's approval = %q, want %q", got, want)
 	}
 	if got := a.Refunds(t, order); got != 1 {
@@ -348,7 +348,7 @@ func TestGrantedToolNeedsTheGrant(t *testing.T) {
 			form.Set("decision", tt.decision)
 			res, _ := c.post(inboxPath(paused.RunID, "decision"), form)
 			wantRedirect(t, res, "/inbox")
-			if got, want := c.flashText(), fmt.Sprintf("Run %d completed.", paused.RunID); got != want {
+			if got, want := c.flashText(), fmt.Sprintf("You %s refund_order; run %d completed: the agent finished.", map[string]string{"approve": "approved", "deny": "denied"}[tt.decision], paused.RunID); got != want {
 				t.Errorf("flash = %q, want %q", got, want)
 			}
 			if got := a.Refunds(t, order); got != tt.wantRefunds {

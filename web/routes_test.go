@@ -222,7 +222,11 @@ func TestDecideByRole(t *testing.T) {
 					return
 				case tt.wantDone:
 					wantRedirect(t, res, "/inbox")
-					if got, want := c.flashText(), fmt.Sprintf("Run %d completed.", id); got != want {
+					did := "approved refund_order"
+					if f.action == "input" {
+						did = "answered ask_operator"
+					}
+					if got, want := c.flashText(), fmt.Sprintf("You %s; run %d completed: the agent finished.", did, id); got != want {
 						t.Errorf("flash = %q, want %q", got, want)
 					}
 					if got := a.Run(t, id).Status; got != runtime.StatusCompleted {

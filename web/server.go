@@ -22,7 +22,11 @@ type Engine interface {
 	Decide(ctx context.Context, req runtime.DecideRequest) (*runtime.Continuation, error)
 	SubmitInput(ctx context.Context, req runtime.InputRequest) (*runtime.Continuation, error)
 	Cancel(ctx context.Context, runID int64, actor runtime.Actor) (runtime.CancelResult, error)
-	Pending(ctx context.Context, actor runtime.Actor, withProcess bool) ([]runtime.PendingRun, error)
+	Pending(ctx context.Context, actor runtime.Actor, q runtime.WaitingQuery) (runtime.PendingPage, error)
+	PendingOne(ctx context.Context, runID int64, actor runtime.Actor) (runtime.PendingRun, error)
+	DecidedBy(ctx context.Context, runID int64, actor runtime.Actor) (runtime.DecidedRun, error)
+	History(ctx context.Context, actor runtime.Actor, q runtime.RunQuery) (runtime.RunPage, error)
+	Tool(name string) (runtime.Tool, bool)
 	Detail(ctx context.Context, runID int64, actor runtime.Actor) (*runtime.RunDetail, error)
 	Visible(ctx context.Context, runID int64, actor runtime.Actor) (*runtime.Run, *runtime.Configuration, error)
 	Start(ctx context.Context, req runtime.StartRequest) (*runtime.Continuation, error)
@@ -125,7 +129,7 @@ type Server struct {
 	metrics      Metrics
 	lines        map[string]func() // counts the stream lines of each type
 	// at are the surfaces requests come from: how each is answered.
-	at    struct{ inbox, playground, api, page *surface }
+	at    struct{ inbox, playground, api, page, history *surface }
 	guard *loginGuard
 	// trustedProxies: see Deps.TrustedProxies.
 	trustedProxies []netip.Prefix
@@ -144,6 +148,8 @@ func New(d Deps) *Server {
 		s.writeTimeout = 30 * time.Second
 	}
 	s.at.inbox, s.at.playground, s.at.api, s.at.page = s.inboxSurface(), s.playgroundSurface(), s.apiSurface(), s.pageSurface()
+	// A bad filter of the history goes back to the history, in its words.
+	s.at.history = &surface{html: s.at.page.html, back: func(int64) string { return "/runs" }, ownWords: true}
 	if s.metrics == nil {
 		s.metrics = noMetrics{}
 	}
@@ -174,8 +180,11 @@ func (s *Server) Handler() http.Handler {
 	r.POST("/login", s.parsed(s.login))
 	r.POST("/logout", s.signedIn(s.form(s.logout)))
 	r.GET("/inbox", s.signedIn(s.inbox))
+	r.GET("/inbox/continuing", s.signedIn(s.continuingList))
+	r.GET("/inbox/runs/:id", s.signedIn(s.inboxRunPage))
 	r.POST("/inbox/runs/:id/decision", s.signedIn(s.form(s.decision)))
 	r.POST("/inbox/runs/:id/input", s.signedIn(s.form(s.input)))
+	r.GET("/runs", s.signedIn(s.history))
 	r.GET("/runs/:id", s.signedIn(s.run))
 	r.POST("/runs/:id/cancel", s.signedIn(s.form(s.cancel)))
 
@@ -187,6 +196,7 @@ func (s *Server) Handler() http.Handler {
 	r.GET("/api/openapi.json", s.openAPI)
 	r.GET("/api/approvals", s.api(runtime.ScopeRunRead, s.apiApprovals))
 	r.POST("/api/runs", s.api(runtime.ScopeRunStart, s.apiStartRun))
+	r.GET("/api/runs", s.api(runtime.ScopeRunRead, s.apiRuns))
 	r.GET("/api/runs/:id", s.api(runtime.ScopeRunRead, s.apiRun))
 	r.DELETE("/api/runs/:id", s.api(runtime.ScopeRunCancel, s.apiCancel))
 	r.GET("/api/runs/:id/events", s.api(runtime.ScopeRunRead, s.apiEvents))

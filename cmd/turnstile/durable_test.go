@@ -84,8 +84,8 @@ func TestNativeDecisionIsRecordedAndAWorkerFinishesIt(t *testing.T) {
 	resp := b.decide(t, w.id, digest, false)
 	took := time.Since(start)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/inbox" {
-		t.Fatalf("native decision = %d to %q, want 303 to /inbox", resp.StatusCode, resp.Header.Get("Location"))
+	if where := fmt.Sprintf("/inbox/runs/%d", w.id); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != where {
+		t.Fatalf("native decision = %d to %q, want 303 to %s, the run's page", resp.StatusCode, resp.Header.Get("Location"), where)
 	}
 	t.Logf("the native decision answered 303 after %s", took)
 	if took >= time.Second {
@@ -374,9 +374,9 @@ func TestFullSlotsRefuseThenFallBackToAWorker(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/inbox" {
-		t.Fatalf("streamed decision with the slot taken and a worker alive = %d to %q, want 303 to /inbox (durable)",
-			resp.StatusCode, resp.Header.Get("Location"))
+	if where := fmt.Sprintf("/inbox/runs/%d", next.id); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != where {
+		t.Fatalf("streamed decision with the slot taken and a worker alive = %d to %q, want 303 to %s (durable)",
+			resp.StatusCode, resp.Header.Get("Location"), where)
 	}
 	if hs.Ended() {
 		t.Fatalf("the holder's continuation ended before the fallback was tried; the test proves nothing: %v", hs)

@@ -67,7 +67,9 @@ const (
 	silentStep    = 3
 )
 
-func completedFlash(id int64) string { return fmt.Sprintf("Run %d completed.", id) }
+func completedFlash(id int64) string {
+	return fmt.Sprintf("You approved refund_order; run %d completed: the agent finished.", id)
+}
 
 // waitFlash loads /inbox until it shows a flash, and returns it. A load
 // without a flash changes nothing in the session, so polling cannot lose
@@ -330,8 +332,8 @@ func TestProxyNativeDecisionWithAWorkerAnswersAtOnce(t *testing.T) {
 			c.p.require(t)
 			w, got := c.w, c.got
 			t.Logf("%s answered the plain POST with %d after %s (%v)", k.name, got.status, got.took.Round(time.Millisecond), got.err)
-			if got.err != nil || got.status != http.StatusSeeOther || got.location != "/inbox" {
-				t.Errorf("plain POST through %s = %d to %q (%v), want 303 to /inbox", k.name, got.status, got.location, got.err)
+			if where := fmt.Sprintf("/inbox/runs/%d", w.id); got.err != nil || got.status != http.StatusSeeOther || got.location != where {
+				t.Errorf("plain POST through %s = %d to %q (%v), want 303 to %s, the run's page", k.name, got.status, got.location, got.err, where)
 			}
 			if got.took >= time.Second {
 				t.Errorf("plain POST through %s answered after %s, want under a second", k.name, got.took)

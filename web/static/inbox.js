@@ -244,4 +244,22 @@
 			}
 		});
 	});
+
+	// The inbox never reloads itself, so that nothing a person types is
+	// lost: only the list of runs that continue in the background is kept
+	// current, from a fragment of its own, while it lists any.
+	var CONTINUING_EVERY = 3000;
+	function keepContinuing(box) {
+		if (!one(box, '[data-testid="continuing-run"]')) return;
+		window.fetch('/inbox/continuing', { credentials: 'same-origin', headers: { 'Accept': 'text/html' } })
+			.then(function (r) { return r.ok ? r.text() : null; })
+			.then(function (html) {
+				if (html !== null) box.innerHTML = html;
+				window.setTimeout(function () { keepContinuing(box); }, CONTINUING_EVERY);
+			}, function () {
+				window.setTimeout(function () { keepContinuing(box); }, CONTINUING_EVERY);
+			});
+	}
+	var continuing = one(document.documentElement, '[data-continuing]');
+	if (continuing) window.setTimeout(function () { keepContinuing(continuing); }, CONTINUING_EVERY);
 }());
