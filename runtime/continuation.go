@@ -354,6 +354,9 @@ func (c *Continuation) handle(ctx context.Context, call ToolCall) (Outcome, bool
 			return c.stopped(err), true
 		}
 	}
+	if o, ok := c.obs.(ToolObserver); ok {
+		o.OnToolStart(call.Name)
+	}
 	start := time.Now()
 	result, err := t.Call(ctx, Invocation{RunID: c.run.ID, OwnerID: c.run.OwnerID, CallID: call.ID, Arguments: call.Arguments})
 	return c.toolResult(ctx, call, result, err, time.Since(start))

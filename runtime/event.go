@@ -58,6 +58,15 @@ type DeltaObserver interface {
 	OnDelta(text string)
 }
 
+// ToolObserver is an Observer that also wants to know when a tool call
+// starts, before its step is recorded: a long call then shows as what it
+// is ("refund_order, 12 s…") rather than as silence. It is called on the
+// continuation's goroutine.
+type ToolObserver interface {
+	Observer
+	OnToolStart(name string)
+}
+
 // ObserverFunc adapts a function to Observer.
 type ObserverFunc func(Step)
 

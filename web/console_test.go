@@ -252,3 +252,36 @@ func TestAPIListsPage(t *testing.T) {
 	}
 	owner.call(t, a, http.MethodGet, "/api/runs?owner=admin", "", nil).wantError(t, http.StatusBadRequest, "invalid_request")
 }
+
+// TestProgressSaysWhatRuns: to the run's owner the inbox stream names the
+// tool that runs and for how long, in its progress and keepalive lines; to
+// a decider who holds the approve grant alone it counts steps and nothing
+// else.
+func TestProgressSaysWhatRuns(t *testing.T) {
+	a := newApp(t, 500*time.Millisecond)
+	for _, tt := range []struct {
+		user     string
+		wantTool bool
+	}{{"owner", true}, {"approver", false}} {
+		t.Run(tt.user, func(t *testing.T) {
+			paused, _ := a.Waiting(t, "silent")
+			_, lines, raw := streamLines(t, a.signIn(t, tt.user), inboxPath(paused.RunID, "decision"), approve(paused.Digest))
+			var started, kept bool
+			for i, l := range lines {
+				tool, _ := l["tool"].(string)
+				if tool != "" && !tt.wantTool {
+					t.Errorf("line %s names a tool to a decider who may not read the run", raw[i])
+				}
+				if tool == "slow_task" && l["type"] == "progress" {
+					started = true
+				}
+				if ms, _ := l["tool_ms"].(float64); tool == "slow_task" && l["type"] == "keepalive" && ms >= 400 {
+					kept = true
+				}
+			}
+			if tt.wantTool && (!started || !kept) {
+				t.Errorf("the owner's stream: a start line %v, a keepalive with the time %v; want both:\n%s", started, kept, strings.Join(raw, "\n"))
+			}
+		})
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
@@ -124,8 +123,29 @@ type lines struct {
 	first    any
 	stepType string
 	step     func(runtime.Step) any
-	keep     func() any
-	last     func(runtime.Outcome) (typ string, line any)
+	// toolStart, when set, is the line of kind stepType sent when a tool
+	// call starts; nil from it sends none.
+	toolStart func(name string) any
+	keep      func() any
+	last      func(runtime.Outcome) (typ string, line any)
+}
+
+// lineObserver sends a stream's lines as the continuation records steps
+// and starts tool calls.
+type lineObserver struct {
+	st *stream
+	l  lines
+}
+
+func (o lineObserver) OnStep(rs runtime.Step) { o.st.send(o.l.stepType, o.l.step(rs)) }
+
+func (o lineObserver) OnToolStart(name string) {
+	if o.l.toolStart == nil {
+		return
+	}
+	if line := o.l.toolStart(name); line != nil {
+		o.st.send(o.l.stepType, line)
+	}
 }
 
 // streamRun runs a continuation inside the request as an NDJSON stream of
@@ -138,7 +158,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, c *runtime.Co
 	}
 	stop := st.keepalives(s.keepalive, l.keep)
 	defer stop() // also when the continuation panics: no keepalive may follow the handler
-	out := c.Run(r.Context(), runtime.ObserverFunc(func(rs runtime.Step) { st.send(l.stepType, l.step(rs)) }))
+	out := c.Run(r.Context(), lineObserver{st: st, l: l})
 	stop()
 	typ, line := l.last(out)
 	st.send(typ, line)
@@ -169,12 +189,37 @@ func collectSteps(w http.ResponseWriter, r *http.Request, c *runtime.Continuatio
 }
 
 // streamProgress runs a continuation as the inbox streams it: counts
-// only, "settled" last (see inbox.go).
-func (s *Server) streamProgress(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, last func(runtime.Outcome)) {
-	var steps atomic.Int64
+// only, "settled" last (see inbox.go). To a viewer who may read the run
+// (full) the lines also say which tool is running and for how long; a
+// decider who holds the approve grant alone gets the counts only.
+func (s *Server) streamProgress(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, full bool, last func(runtime.Outcome)) {
+	var (
+		mu    sync.Mutex // the keepalive timer reads what the continuation writes
+		steps int64
+		tool  string
+		since time.Time
+	)
+	line := func(typ string, next func()) any {
+		mu.Lock()
+		defer mu.Unlock()
+		if next != nil {
+			next()
+		}
+		l := progressLine{Type: typ, Steps: steps}
+		if full && tool != "" {
+			l.Tool, l.ToolMS = tool, time.Since(since).Milliseconds()
+		}
+		return l
+	}
 	s.streamRun(w, r, c, lines{first: progressLine{Type: lineProgress, Steps: 0}, stepType: lineProgress,
-		step: func(runtime.Step) any { return progressLine{Type: lineProgress, Steps: steps.Add(1)} },
-		keep: func() any { return progressLine{Type: lineKeepalive, Steps: steps.Load()} },
+		step: func(runtime.Step) any { return line(lineProgress, func() { steps, tool = steps+1, "" }) },
+		toolStart: func(name string) any {
+			if !full {
+				return nil
+			}
+			return line(lineProgress, func() { tool, since = name, time.Now() })
+		},
+		keep: func() any { return line(lineKeepalive, nil) },
 		last: func(out runtime.Outcome) (string, any) {
 			last(out)
 			return lineSettled, typeLine{Type: lineSettled}

@@ -375,7 +375,7 @@ func (s *Server) inboxSurface() *surface {
 				http.Redirect(w, r, "/inbox", http.StatusSeeOther)
 				return
 			}
-			s.streamProgress(w, r, c, func(out runtime.Outcome) {
+			s.streamProgress(w, r, c, actorOf(r).MayRead(c.OwnerID()), func(out runtime.Outcome) {
 				// The headers (and the session cookie) left long ago:
 				// store the flash now, before "settled" sends the page to
 				// /inbox to show it; on a context of its own, since the

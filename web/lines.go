@@ -27,11 +27,14 @@ type typeLine struct {
 	Type string `json:"type"`
 }
 
-// progressLine counts steps, and nothing else: an approve grant may not
-// show a run's content.
+// progressLine counts steps, and nothing else for a decider who holds the
+// approve grant alone: it may not show a run's content. To who may read
+// the run it also names the tool that runs and for how long.
 type progressLine struct {
-	Type  string `json:"type"`
-	Steps int64  `json:"steps"`
+	Type   string `json:"type"`
+	Steps  int64  `json:"steps"`
+	Tool   string `json:"tool,omitempty"`
+	ToolMS int64  `json:"tool_ms,omitempty"`
 }
 
 // stepLine is one recorded step of a playground or API stream.

@@ -116,10 +116,13 @@
 		if (typeof msg.steps === 'number') state.steps = msg.steps;
 		switch (msg.type) {
 		case 'progress':
-			showProgress(progress, 'Continuing… ' + steps(state.steps), state.steps);
-			return false;
 		case 'keepalive':
-			showProgress(progress, 'Still working… ' + steps(state.steps), state.steps);
+			// Who may read the run is told which tool runs, and since when;
+			// the counter then ticks by itself between lines.
+			state.tool = typeof msg.tool === 'string' ? msg.tool : '';
+			state.toolSince = Date.now() - (typeof msg.tool_ms === 'number' ? msg.tool_ms : 0);
+			state.verb = msg.type === 'progress' ? 'Continuing… ' : 'Still working… ';
+			showState(progress, state);
 			return false;
 		case 'settled':
 		case 'error':
@@ -129,11 +132,23 @@
 		}
 	}
 
+	// showState shows the counter, and the tool that runs with its time.
+	function showState(progress, state) {
+		var text = state.verb + steps(state.steps);
+		if (state.tool) {
+			text += ' · ' + state.tool + ', ' + Math.max(0, Math.round((Date.now() - state.toolSince) / 1000)) + ' s…';
+		}
+		showProgress(progress, text, state.steps);
+	}
+
 	// follow reads the stream line by line. Whatever way it ends (settled,
 	// end of body, a broken connection) the next page is /inbox: the run
 	// goes on server-side and its outcome is the flash message there.
 	async function follow(response, progress) {
-		var state = { steps: 0 };
+		var state = { steps: 0, tool: '', toolSince: 0, verb: 'Continuing… ' };
+		var ticking = window.setInterval(function () {
+			if (state.tool) showState(progress, state);
+		}, 1000);
 		var decoder = new TextDecoder();
 		var buffered = '';
 		var lines = function (chunk, last) {
@@ -166,6 +181,7 @@
 		} catch (e) {
 			// A broken stream: the continuation does not depend on us.
 		} finally {
+			window.clearInterval(ticking);
 			toInbox();
 		}
 	}
@@ -180,6 +196,10 @@
 
 		disable(form);
 		showProgress(progress, 'Continuing… ' + steps(0), 0);
+		// The run waits no more: "waiting for 3 min" would be wrong now.
+		var card = closest(form, '[data-testid="inbox-run"]');
+		var waiting = card && one(card, '[data-testid="waiting-since"]');
+		if (waiting) waiting.hidden = true;
 
 		var response;
 		try {

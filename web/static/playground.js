@@ -111,7 +111,10 @@
 		if (!p.progress) return;
 		p.progress.hidden = false;
 		clear(p.progress);
-		p.progress.appendChild(document.createTextNode('Running… ' + plural(state.steps, 'step', 'steps')));
+		// The steps on the screen, those of earlier requests of this run
+		// included, so the counter and the list always agree.
+		var shown = p.steps ? p.steps.querySelectorAll('[data-testid="playground-step"]').length : state.steps;
+		p.progress.appendChild(document.createTextNode('Running… ' + plural(shown, 'step', 'steps')));
 		if (state.keepalives > 0) {
 			p.progress.appendChild(el('span', { 'class': 'meta', 'data-testid': 'playground-keepalive',
 				'data-keepalives': state.keepalives }, ' · still working'));
