@@ -8,12 +8,20 @@
 # stderr and the `&&` ends the recipe, and make with it. `set -x` then shows
 # the command as it runs, DSN included.
 
-.PHONY: run test bench fuzz generate lint build
+.PHONY: run demo-reset test bench fuzz generate lint build
 .DEFAULT_GOAL := build
 
+# ARGS go to serve: make run ARGS='--addr 127.0.0.1:9090' (or set
+# TURNSTILE_ADDR). serve prints the URL to open once it listens.
 run:
 	@dsn=$$(go run ./cmd/devdb -database turnstile) && set -x && \
-	TURNSTILE_DSN="$$dsn" go run ./cmd/turnstile serve --demo
+	TURNSTILE_DSN="$$dsn" go run ./cmd/turnstile serve --demo $(ARGS)
+
+# Replays the tour on make run's database: the demo's runs and refunds are
+# deleted and its waiting runs started again; users keep their passwords.
+demo-reset:
+	@dsn=$$(go run ./cmd/devdb -database turnstile) && set -x && \
+	TURNSTILE_DSN="$$dsn" go run ./cmd/turnstile demo reset
 
 test:
 	@dsn=$$(go run ./cmd/devdb) && set -x && \

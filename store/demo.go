@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
@@ -91,4 +92,79 @@ func (s *Store) CreateDemoOrder(ctx context.Context, o runtime.Order) error {
 		return fmt.Errorf("store: create demo order %q: %w", o.ID, err)
 	}
 	return nil
+}
+
+// heldRun is a run a live continuation holds.
+type heldRun struct {
+	ID        int64  `db:"id"`
+	ClaimedBy string `db:"claimed_by"`
+}
+
+// DeleteDemoRuns deletes, in one transaction, every run of the
+// configurations named, the rows that hang off them, and all of
+// demo_refunds (which only the demo's refund_order writes), and says how
+// many runs and refunds it deleted. The runs are locked first, so no
+// claim slips in between; a run whose lease is live means a continuation
+// is under way, and then nothing is deleted and the error says which.
+func (s *Store) DeleteDemoRuns(ctx context.Context, identifiers []string) (runs, refunds int64, err error) {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: delete demo runs: %w", err)
+	}
+	defer tx.Rollback()
+	q, args, err := sqlx.In(`SELECT r.id FROM runs r JOIN configurations c ON c.id = r.configuration_id
+		WHERE c.identifier IN (?) ORDER BY r.id FOR UPDATE`, identifiers)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: delete demo runs: %w", err)
+	}
+	var ids []int64
+	if err := tx.SelectContext(ctx, &ids, q, args...); err != nil {
+		return 0, 0, fmt.Errorf("store: delete demo runs: list the demo's runs: %w", err)
+	}
+	if len(ids) > 0 {
+		q, args, err := sqlx.In(`SELECT id, claimed_by FROM runs
+			WHERE id IN (?) AND claimed_by IS NOT NULL AND lease_expires_at > NOW(6) ORDER BY id`, ids)
+		if err != nil {
+			return 0, 0, fmt.Errorf("store: delete demo runs: %w", err)
+		}
+		var held []heldRun
+		if err := tx.SelectContext(ctx, &held, q, args...); err != nil {
+			return 0, 0, fmt.Errorf("store: delete demo runs: look for held runs: %w", err)
+		}
+		if len(held) > 0 {
+			return 0, 0, fmt.Errorf("run %d is being continued right now (by %s); let it pause or end, or stop turnstile serve and work, and reset again; nothing was deleted",
+				held[0].ID, held[0].ClaimedBy)
+		}
+		for _, table := range []string{"run_events", "run_messages", "decisions", "standing_approvals"} {
+			q, args, err := sqlx.In(`DELETE FROM `+table+` WHERE run_id IN (?)`, ids)
+			if err != nil {
+				return 0, 0, fmt.Errorf("store: delete demo runs: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return 0, 0, fmt.Errorf("store: delete demo runs: delete from %s: %w", table, err)
+			}
+		}
+		q, args, err = sqlx.In(`DELETE FROM runs WHERE id IN (?)`, ids)
+		if err != nil {
+			return 0, 0, fmt.Errorf("store: delete demo runs: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return 0, 0, fmt.Errorf("store: delete demo runs: delete the runs: %w", err)
+		}
+		if runs, err = res.RowsAffected(); err != nil {
+			return 0, 0, fmt.Errorf("store: delete demo runs: delete the runs: %w", err)
+		}
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM demo_refunds`)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: delete demo runs: delete the refunds: %w", err)
+	}
+	if refunds, err = res.RowsAffected(); err != nil {
+		return 0, 0, fmt.Errorf("store: delete demo runs: delete the refunds: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, 0, fmt.Errorf("store: delete demo runs: %w", err)
+	}
+	return runs, refunds, nil
 }

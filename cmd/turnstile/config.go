@@ -29,13 +29,16 @@ const configUsage = `usage: turnstile config apply FILE.yaml   (FILE "-" reads s
 // "config export" writes one in the format apply reads, so an export
 // applied again changes nothing.
 func configCommand(ctx context.Context, args []string, e env) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintf(e.stdout, "%s\n\nRun \"turnstile config apply --help\" for the flags.\n", helpOf(configUsage))
+		return nil
+	}
 	if len(args) == 0 || (args[0] != "apply" && args[0] != "list" && args[0] != "export") {
 		return errors.New(configUsage)
 	}
 	sub := args[0]
 	fs := newFlagSet("config "+sub, e)
-	flagUsage := fs.Usage
-	fs.Usage = func() { fmt.Fprintln(fs.Output(), configUsage); flagUsage() }
+	fs.usage = func(w io.Writer) { fmt.Fprintf(w, "%s\n\n", helpOf(configUsage)); fs.printFlags(w) }
 	var d dbFlags
 	d.register(fs)
 	operands, err := parseInterleaved(fs, args[1:])
@@ -82,7 +85,7 @@ func parseInterleaved(fs *flagSet, args []string) ([]string, error) {
 	var operands []string
 	for rest := fs.Args(); len(rest) > 0; rest = fs.Args() {
 		operands = append(operands, rest[0])
-		if err := fs.Parse(rest[1:]); err != nil {
+		if err := fs.parseArgs(rest[1:]); err != nil {
 			return nil, err
 		}
 	}
@@ -96,11 +99,12 @@ func readConfigFile(name string, stdin io.Reader) ([]byte, error) {
 	return os.ReadFile(name)
 }
 
-// applyConfig validates a configuration file and stores it; the file's
-// first error, "file:line: message", is returned as it is and nothing is
-// written. It prints what it did, created, updated or unchanged, and then
-// warns on standard error about each MCP server a run could not reach now
-// (see warnMCP), which refuses nothing.
+// applyConfig validates a configuration file and stores it. A file with
+// errors writes nothing and gets them all, as configfile.Parse returns
+// them: one "file:line: message" a line, in the file's order. It prints
+// what it did, created, updated or unchanged, and then warns on standard
+// error about each MCP server a run could not reach now (see warnMCP),
+// which refuses nothing.
 func applyConfig(ctx context.Context, a *app, name string, data []byte, e env) error {
 	if name == "-" {
 		name = "<stdin>"

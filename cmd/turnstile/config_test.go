@@ -192,6 +192,33 @@ func TestConfigApplyBrokenFile(t *testing.T) {
 	}
 }
 
+// TestConfigApplyReportsEveryError: a file with three errors gets all
+// three at once, each on a line of its own as "file:line: message" in the
+// file's order, and nothing is written.
+func TestConfigApplyReportsEveryError(t *testing.T) {
+	db, dsn := dbtest.New(t)
+	src := strings.NewReplacer("name: Helpdesk agent", "name: [Helpdesk]", "max_iterations: 4", "max_iterations: four",
+		"refund_order: {grant: refunds}", "refund_order: {grnt: refunds}").Replace(agentYAML)
+	path := writeFile(t, "agent.yaml", src)
+	want := path + ":2: name must be a string\n" +
+		path + ":14: max_iterations must be a whole number\n" +
+		path + `:16: unknown key "grnt" in the policy of refund_order (allowed: requires_approval, grant)`
+	stdout, _, err := turnstile(t, dsn, "config", "apply", path)
+	if err == nil || err.Error() != want {
+		t.Errorf("config apply error:\n%v\nwant:\n%s", err, want)
+	}
+	if stdout != "" {
+		t.Errorf("config apply of a broken file printed %q", stdout)
+	}
+	if rows := storedConfigs(t, db); len(rows) != 0 {
+		t.Errorf("a broken file wrote %q", rows)
+	}
+	got := runBinary(t, childEnv("TURNSTILE_DSN="+dsn), "config", "apply", path)
+	if got.code == 0 || got.stderr != "turnstile: "+want+"\n" {
+		t.Errorf("turnstile config apply = exit %d, stderr %q; want a failure with\n%s", got.code, got.stderr, want)
+	}
+}
+
 // TestConfigCommandThroughTheBinary: the error of a broken file reaches
 // standard error with its line, and the exit status says it failed.
 func TestConfigCommandThroughTheBinary(t *testing.T) {

@@ -38,29 +38,7 @@ var demoRuns = []struct{ configuration, prompt string }{
 // seedDemo creates what the demo needs when absent, so a restart keeps
 // what the previous run did.
 func seedDemo(ctx context.Context, a *app, out io.Writer) error {
-	files, err := fs.Glob(demoConfigs, "demo/*.yaml")
-	if err != nil {
-		return err
-	}
-	for _, name := range files {
-		data, err := demoConfigs.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		cfg, err := configfile.Parse(name, data, a.knownTool)
-		if err != nil {
-			return err
-		}
-		if _, err := a.store.ConfigurationByIdentifier(ctx, cfg.Identifier); err == nil {
-			continue
-		} else if !errors.Is(err, runtime.ErrNotFound) {
-			return err
-		}
-		if err := a.store.SaveConfiguration(ctx, cfg); err != nil {
-			return err
-		}
-	}
-	if err := a.store.SeedDemoOrders(ctx, demoOrders); err != nil {
+	if _, err := seedConfigsAndOrders(ctx, a); err != nil {
 		return err
 	}
 	owner, fresh, err := seedUsers(ctx, a, out)
@@ -70,6 +48,46 @@ func seedDemo(ctx context.Context, a *app, out io.Writer) error {
 	if !fresh {
 		return nil
 	}
+	return startDemoRuns(ctx, a, owner, out)
+}
+
+// seedConfigsAndOrders creates the demo's configurations and orders that
+// are absent, leaving the others as they are, and returns the identifiers
+// of the demo's configurations.
+func seedConfigsAndOrders(ctx context.Context, a *app) ([]string, error) {
+	files, err := fs.Glob(demoConfigs, "demo/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var identifiers []string
+	for _, name := range files {
+		data, err := demoConfigs.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := configfile.Parse(name, data, a.knownTool)
+		if err != nil {
+			return nil, err
+		}
+		identifiers = append(identifiers, cfg.Identifier)
+		if _, err := a.store.ConfigurationByIdentifier(ctx, cfg.Identifier); err == nil {
+			continue
+		} else if !errors.Is(err, runtime.ErrNotFound) {
+			return nil, err
+		}
+		if err := a.store.SaveConfiguration(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.store.SeedDemoOrders(ctx, demoOrders); err != nil {
+		return nil, err
+	}
+	return identifiers, nil
+}
+
+// startDemoRuns starts the demo's runs as owner and takes each to its
+// first pause.
+func startDemoRuns(ctx context.Context, a *app, owner runtime.Actor, out io.Writer) error {
 	for _, r := range demoRuns {
 		c, err := a.engine.Start(ctx, runtime.StartRequest{Configuration: r.configuration, Prompt: r.prompt, Owner: owner})
 		if err != nil {

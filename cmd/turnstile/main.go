@@ -1,6 +1,5 @@
 // Command turnstile is the Turnstile server and its administration
-// commands: serve, migrate, user and token (work and config in later
-// issues).
+// commands: serve, work, migrate, user, token, config, demo and version.
 package main
 
 import (
@@ -11,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -33,6 +33,9 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// localDSNs lists the databases the commands other than serve and work
+	// try when no DSN is given; nil tries none.
+	localDSNs func() []string
 }
 
 const usage = `Turnstile serves LLM agent runs that pause for a human.
@@ -51,9 +54,15 @@ Commands:
   config    manage agent configurations as YAML files (config apply FILE.yaml
             creates or updates one; config list; config export IDENTIFIER
             prints one in the format apply reads)
+  demo      demo reset: delete the demo's runs and refunds and start its
+            waiting runs again, to replay the tour (users keep their passwords)
+  version   print the version, the VCS revision and the Go version
 
 Run "turnstile <command> --help" for a command's flags; every flag can also
-be set through the environment variable shown beside it.
+be set through the environment variable shown beside it. Without --dsn or
+TURNSTILE_DSN, migrate, user, token, config and demo use the database make
+run uses when it answers: root@tcp(127.0.0.1:3306)/turnstile, or the private
+server under ./var/mysql.
 
 TURNSTILE_STATE_KEYS=id:base64key[,id:base64key…] encrypts suspended runs and
 transcripts with AES-GCM under the first key; the others still decrypt, so a
@@ -61,10 +70,23 @@ new key goes in front of the old ones. It is read from the environment only.
 Without it, state is stored as plain JSON.
 `
 
+// isHelp reports whether a subcommand's place holds a request for help.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// helpOf is a "usage: …" error text as the help that --help prints.
+func helpOf(usage string) string { return "Usage:" + strings.TrimPrefix(usage, "usage:") }
+
 // run is main without the process: it returns errors instead of exiting,
-// so tests can call it.
+// so tests can call it. Help that was asked for goes to stdout and returns
+// nil or flag.ErrHelp, both a success.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, localDSNs: localDSNs}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")
@@ -82,7 +104,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return token(ctx, args[1:], e)
 	case "config":
 		return configCommand(ctx, args[1:], e)
-	case "help", "-h", "--help":
+	case "demo":
+		return demoCommand(ctx, args[1:], e)
+	case "version", "--version", "-version":
+		return version(args[1:], e)
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[1] != "help" && !isHelp(args[1]) {
+			// "turnstile help serve" is "turnstile serve --help".
+			return run(ctx, []string{args[1], "--help"}, getenv, stdin, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -37,6 +38,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	decisionPath := fs.String("decision-path", web.PathAuto, "auto, request or durable: where a decision's continuation runs")
 	maxContinuations := fs.Int("max-continuations", 512, "most continuations running inside requests at once")
 	trusted := fs.String("trusted-proxies", "", "comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For names the client (for counting failed sign-ins per address)")
+	accessLog := fs.Bool("access-log", true, "log one line per request: method, path without the query, status, bytes, duration, request id (X-Request-Id), peer address")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -86,8 +88,12 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err := a.metrics.WatchSlots(server); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	handler := server.Handler()
+	if *accessLog {
+		handler = web.AccessLog(log, handler)
+	}
 	srv := &http.Server{
-		Handler:           server.Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// Streams extend their write deadline per line; everything else
@@ -104,6 +110,9 @@ func serve(ctx context.Context, args []string, e env) error {
 	stopWorkers := startWorkers(ctx, a, *workers)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	// Connections queue on the listener already, so the address works from
+	// this line on, even with --addr :0.
+	fmt.Fprintf(e.stdout, "Turnstile is ready: open %s\n", openURL(ln.Addr()))
 	select {
 	case err := <-errc:
 		return err
@@ -141,6 +150,21 @@ func warnFileLimit(log *slog.Logger, maxContinuations int) {
 			"limit", lim.Cur, "max_continuations", maxContinuations, "need", need,
 			"hint", "raise the hard limit: ulimit -n 65536, or LimitNOFILE=65536 under systemd")
 	}
+}
+
+// openURL is the address to open in a browser on this machine: a listener
+// on every interface (0.0.0.0, ::, which Linux serves for IPv4 too) is
+// reached through 127.0.0.1.
+func openURL(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return "http://" + addr.String() + "/"
+	}
+	host := tcp.IP.String()
+	if tcp.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port)) + "/"
 }
 
 // parsePrefixes reads "10.0.0.0/8, 127.0.0.1" as ranges; a bare address

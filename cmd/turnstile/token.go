@@ -19,6 +19,10 @@ const tokenUsage = `usage: turnstile token create --user NAME --scopes run:start
 // new token, and nothing else, on standard output — the only time it is
 // shown; "token revoke" and "token list".
 func token(ctx context.Context, args []string, e env) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintf(e.stdout, "%s\n\nRun \"turnstile token create --help\" for its flags.\n", helpOf(tokenUsage))
+		return nil
+	}
 	if len(args) == 0 || (args[0] != "create" && args[0] != "revoke" && args[0] != "list") {
 		return errors.New(tokenUsage)
 	}

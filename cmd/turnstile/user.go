@@ -15,18 +15,33 @@ import (
 	"github.com/turnstile-dev/turnstile/web"
 )
 
+const userUsage = `usage: turnstile user add --name N --role admin|user [--grant approve[,other…]]
+       turnstile user list
+       turnstile user delete --name N`
+
 // user manages users: "user add", "user list" and "user delete", which
 // deletes the user's API tokens with them.
 func user(ctx context.Context, args []string, e env) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintf(e.stdout, "%s\n\nRun \"turnstile user add --help\" for its flags.\n", helpOf(userUsage))
+		return nil
+	}
 	if len(args) == 0 || (args[0] != "add" && args[0] != "list" && args[0] != "delete") {
-		return errors.New(`usage: turnstile user add --name N --role admin|user [--grant approve[,other…]] | turnstile user list | turnstile user delete --name N`)
+		return errors.New(userUsage)
 	}
 	fs := newFlagSet("user "+args[0], e)
 	var d dbFlags
 	d.register(fs)
-	name := fs.String("name", "", "the user's sign-in name")
-	role := fs.String("role", "user", "admin or user")
-	grants := fs.String("grant", "", "comma-separated grants, e.g. approve")
+	// Each subcommand takes only the flags it reads, so its --help lists
+	// no others.
+	var name, role, grants string
+	if args[0] != "list" {
+		fs.StringVar(&name, "name", "", "the user's sign-in name")
+	}
+	if args[0] == "add" {
+		fs.StringVar(&role, "role", "user", "admin or user")
+		fs.StringVar(&grants, "grant", "", "comma-separated grants, e.g. approve")
+	}
 	if err := fs.parse(args[1:]); err != nil {
 		return err
 	}
@@ -46,13 +61,13 @@ func user(ctx context.Context, args []string, e env) error {
 		return nil
 	}
 	if args[0] == "delete" {
-		return deleteUser(ctx, a, *name, e)
+		return deleteUser(ctx, a, name, e)
 	}
-	if *name == "" {
+	if name == "" {
 		return errors.New("user add: --name is required")
 	}
-	if *role != string(runtime.RoleAdmin) && *role != string(runtime.RoleUser) {
-		return fmt.Errorf("user add: --role must be admin or user, not %q", *role)
+	if role != string(runtime.RoleAdmin) && role != string(runtime.RoleUser) {
+		return fmt.Errorf("user add: --role must be admin or user, not %q", role)
 	}
 	password, generated, err := readPassword(e.stdin)
 	if err != nil {
@@ -62,9 +77,9 @@ func user(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	u := &runtime.User{Name: *name, Role: runtime.Role(*role), PasswordHash: hash}
-	if *grants != "" {
-		u.Grants = strings.Split(*grants, ",")
+	u := &runtime.User{Name: name, Role: runtime.Role(role), PasswordHash: hash}
+	if grants != "" {
+		u.Grants = strings.Split(grants, ",")
 	}
 	if err := a.store.CreateUser(ctx, u); err != nil {
 		return err

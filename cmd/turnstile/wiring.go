@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -48,6 +51,10 @@ type dbFlags struct {
 	// TURNSTILE_STATE_KEYS from it.
 	command string
 	getenv  func(string) string
+	// localDSNs lists the databases to try when no DSN is given (nil: none,
+	// as for serve and work), and notice is where open says which it took.
+	localDSNs func() []string
+	notice    io.Writer
 }
 
 func (d *dbFlags) register(fs *flagSet) {
@@ -55,7 +62,66 @@ func (d *dbFlags) register(fs *flagSet) {
 	d.command, d.getenv, d.lease = fs.Name(), fs.env.getenv, runtime.DefaultLease
 	if d.runsAgents() {
 		fs.DurationVar(&d.lease, "lease", runtime.DefaultLease, "how long a claim holds without renewal before another holder may take the run over")
+	} else {
+		d.localDSNs, d.notice = fs.env.localDSNs, fs.env.stderr
 	}
+}
+
+// makeRunDSN is the database `make run` uses when 127.0.0.1:3306 answers
+// (cmd/devdb -database turnstile).
+const makeRunDSN = "root@tcp(127.0.0.1:3306)/turnstile"
+
+// localDSNs are the databases `make run` may have used, in cmd/devdb's
+// order after TURNSTILE_DSN: the server on 127.0.0.1:3306, then the
+// private one devdb starts under ./var/mysql (when its socket is there).
+func localDSNs() []string {
+	dsns := []string{makeRunDSN}
+	if sock, err := filepath.Abs(filepath.Join("var", "mysql", "sock")); err == nil {
+		if st, err := os.Stat(sock); err == nil && st.Mode()&os.ModeSocket != 0 {
+			dsns = append(dsns, "root@unix("+sock+")/turnstile")
+		}
+	}
+	return dsns
+}
+
+// resolveDSN returns the DSN to open: the one given, else the first of
+// localDSNs whose database answers, which it names on d.notice. Without
+// either, the error says what to set.
+func (d *dbFlags) resolveDSN(ctx context.Context) (string, error) {
+	if d.dsn != "" {
+		return d.dsn, nil
+	}
+	const hint = "no database: set --dsn or TURNSTILE_DSN, e.g. TURNSTILE_DSN='" + makeRunDSN + "', the database make run uses"
+	if d.localDSNs == nil {
+		return "", errors.New(hint + " (make run and make test find or start one)")
+	}
+	var tried []string
+	for _, dsn := range d.localDSNs() {
+		err := probe(ctx, dsn)
+		if err == nil {
+			fmt.Fprintf(d.notice, "turnstile: no --dsn or TURNSTILE_DSN given; using %s, the database make run uses\n", dsn)
+			return dsn, nil
+		}
+		tried = append(tried, fmt.Sprintf("%s: %v", dsn, err))
+	}
+	return "", fmt.Errorf("%s; tried %s", hint, strings.Join(tried, "; "))
+}
+
+// probe reports whether the database of dsn answers, within a few seconds.
+func probe(ctx context.Context, dsn string) error {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return err
+	}
+	cfg.Timeout = 2 * time.Second
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return db.PingContext(ctx)
 }
 
 // runsAgents reports whether the command runs agent runs, and so whether
@@ -108,17 +174,18 @@ func openLogged(ctx context.Context, d dbFlags, e env, level string) (*app, erro
 
 // open connects, migrates, and wires the engine.
 func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
-	if d.dsn == "" {
-		return nil, errors.New("no database: set --dsn or TURNSTILE_DSN (make run and make test find or start one)")
+	// The driver's own complaints (a dropped idle connection) go through
+	// the JSON log too.
+	mysql.SetLogger(mysqlLogger{log})
+	dsn, err := d.resolveDSN(ctx)
+	if err != nil {
+		return nil, err
 	}
 	sealer, err := d.sealer(log)
 	if err != nil {
 		return nil, err
 	}
-	// The driver's own complaints (a dropped idle connection) go through
-	// the JSON log too.
-	mysql.SetLogger(mysqlLogger{log})
-	db, err := store.Open(ctx, d.dsn)
+	db, err := store.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}

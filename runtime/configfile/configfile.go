@@ -4,9 +4,12 @@
 package configfile
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -33,6 +36,14 @@ var identifierPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,99}$`)
 // calls must name tools of `tools`), a malformed `mcp_servers` entry, and
 // the rules of runtime.Configuration.Normalize.
 //
+// Parse reports every error of the file at once: a file with several is an
+// errors.Join of them (Unwrap() []error), sorted by line, so its message is
+// one "file:line: message" per line. A YAML syntax error stops the reading
+// and comes alone, and so does the first error of an inline script; a part
+// of the file that is unusable (tools that are no list, a broken
+// mcp_servers entry) turns off the checks that would only repeat it (the
+// script's calls and the tool policies checked against it).
+//
 // The tools of an MCP server are only known when a run starts, so they are
 // named by the name the model sees, "<server>__<tool>" (mcp.ToolName): a
 // tool policy or a scripted call may name any such tool of a server the
@@ -44,35 +55,99 @@ func Parse(filename string, data []byte, knownTool func(string) bool) (*runtime.
 		return nil, yamlnode.SyntaxError(filename, data, err)
 	}
 	p := &parser{File: yamlnode.File(filename), knownTool: knownTool}
-	return p.configuration(&doc)
+	cfg := p.configuration(&doc)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 type parser struct {
 	yamlnode.File
 	knownTool func(string) bool
+	errs      []lineError
+	// anyMCPTool is set when mcp_servers has an error: a server may be
+	// missing from the list, so any "<server>__<tool>" name passes.
+	anyMCPTool bool
+	// misspelt holds the mappings with an unknown key, which may be a
+	// required key misspelt: a missing key of theirs is not reported
+	// again.
+	misspelt map[*yaml.Node]bool
+}
+
+// lineError is one error of the file and the line it is about.
+type lineError struct {
+	line int
+	err  error
+}
+
+// fail records an error about n, as "file:line: message", and lets the
+// parser go on.
+func (p *parser) fail(n *yaml.Node, format string, args ...any) {
+	line := 1 // as yamlnode.File.Errorf
+	if n != nil && n.Line > 0 {
+		line = n.Line
+	}
+	p.errs = append(p.errs, lineError{line, p.Errorf(n, format, args...)})
+}
+
+// failWith records an error that already names its file and line (the
+// script parser's).
+func (p *parser) failWith(err error) {
+	line := 0
+	if rest, ok := strings.CutPrefix(err.Error(), string(p.File)+":"); ok {
+		digits, _, _ := strings.Cut(rest, ":")
+		line, _ = strconv.Atoi(digits)
+	}
+	p.errs = append(p.errs, lineError{line, err})
+}
+
+// err is nil, the one error, or every error joined in line order (errors
+// on one line in the order they were found).
+func (p *parser) err() error {
+	switch len(p.errs) {
+	case 0:
+		return nil
+	case 1:
+		return p.errs[0].err
+	}
+	sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].line < p.errs[j].line })
+	errs := make([]error, len(p.errs))
+	for i, e := range p.errs {
+		errs[i] = e.err
+	}
+	return errors.Join(errs...)
 }
 
 // entry is one key of a mapping and its value.
 type entry struct{ key, value *yaml.Node }
 
-// mapping returns the entries of a mapping by key, rejecting keys outside
-// allowed and keys given twice.
-func (p *parser) mapping(n *yaml.Node, what string, allowed ...string) (map[string]entry, error) {
+// mapping returns the entries of a mapping by key. A key outside allowed
+// is an error and left out, and so is a key given again (the first one
+// counts); ok is false when n is no mapping at all.
+func (p *parser) mapping(n *yaml.Node, what string, allowed ...string) (m map[string]entry, ok bool) {
 	if n.Kind != yaml.MappingNode {
-		return nil, p.Errorf(n, "%s must be a mapping", what)
+		p.fail(n, "%s must be a mapping", what)
+		return nil, false
 	}
 	out := map[string]entry{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], yamlnode.Resolve(n.Content[i+1])
 		if first, ok := out[k.Value]; ok {
-			return nil, p.Errorf(k, "%q is given twice (first on line %d)", k.Value, first.key.Line)
+			p.fail(k, "%q is given twice (first on line %d)", k.Value, first.key.Line)
+			continue
 		}
 		if allowed != nil && !contains(allowed, k.Value) {
-			return nil, p.Errorf(k, "unknown key %q in %s (allowed: %s)", k.Value, what, strings.Join(allowed, ", "))
+			p.fail(k, "unknown key %q in %s (allowed: %s)", k.Value, what, strings.Join(allowed, ", "))
+			if p.misspelt == nil {
+				p.misspelt = map[*yaml.Node]bool{}
+			}
+			p.misspelt[n] = true
+			continue
 		}
 		out[k.Value] = entry{k, v}
 	}
-	return out, nil
+	return out, true
 }
 
 func contains(list []string, s string) bool {
@@ -85,48 +160,56 @@ func contains(list []string, s string) bool {
 }
 
 // str reads a string; any scalar reads as its text, null as "".
-func (p *parser) str(e entry) (string, error) {
+func (p *parser) str(e entry) (string, bool) {
 	if yamlnode.IsNull(e.value) {
-		return "", nil
+		return "", true
 	}
 	if e.value.Kind != yaml.ScalarNode {
-		return "", p.Errorf(e.value, "%s must be a string", e.key.Value)
+		p.fail(e.value, "%s must be a string", e.key.Value)
+		return "", false
 	}
-	return e.value.Value, nil
+	return e.value.Value, true
 }
 
-func (p *parser) boolean(e entry) (bool, error) {
+func (p *parser) boolean(e entry) (bool, bool) {
 	var b bool
 	if e.value.Kind != yaml.ScalarNode || e.value.Tag != "!!bool" || e.value.Decode(&b) != nil {
-		return false, p.Errorf(e.value, "%s must be true or false", e.key.Value)
+		p.fail(e.value, "%s must be true or false", e.key.Value)
+		return false, false
 	}
-	return b, nil
+	return b, true
 }
 
-func (p *parser) integer(e entry) (int, error) {
+func (p *parser) integer(e entry) (int, bool) {
 	var i int
 	if e.value.Kind != yaml.ScalarNode || e.value.Tag != "!!int" || e.value.Decode(&i) != nil {
-		return 0, p.Errorf(e.value, "%s must be a whole number", e.key.Value)
+		p.fail(e.value, "%s must be a whole number", e.key.Value)
+		return 0, false
 	}
-	return i, nil
+	return i, true
 }
 
-func (p *parser) stringList(e entry) ([]string, error) {
-	out := []string{}
+// stringList reads a list of strings with their nodes; an element that is
+// no string is an error and left out, and ok is false when the value is no
+// list at all.
+func (p *parser) stringList(e entry) (list []string, nodes []*yaml.Node, ok bool) {
+	list = []string{}
 	if yamlnode.IsNull(e.value) {
-		return out, nil
+		return list, nil, true
 	}
 	if e.value.Kind != yaml.SequenceNode {
-		return nil, p.Errorf(e.value, "%s must be a list of strings", e.key.Value)
+		p.fail(e.value, "%s must be a list of strings", e.key.Value)
+		return nil, nil, false
 	}
 	for _, n := range e.value.Content {
 		n = yamlnode.Resolve(n)
 		if n.Kind != yaml.ScalarNode || yamlnode.IsNull(n) || n.Value == "" {
-			return nil, p.Errorf(n, "%s must be a list of strings", e.key.Value)
+			p.fail(n, "%s must be a list of strings", e.key.Value)
+			continue
 		}
-		out = append(out, n.Value)
+		list, nodes = append(list, n.Value), append(nodes, n)
 	}
-	return out, nil
+	return list, nodes, true
 }
 
 var topKeys = []string{
@@ -141,14 +224,17 @@ var providerKeys = []string{"type", "model", "base_url", "api_key_env", "script"
 
 var policyKeys = []string{"requires_approval", "grant"}
 
-func (p *parser) configuration(doc *yaml.Node) (*runtime.Configuration, error) {
+// configuration reads the document; what it returns counts only when no
+// error was recorded.
+func (p *parser) configuration(doc *yaml.Node) *runtime.Configuration {
 	root := yamlnode.Resolve(doc)
 	if yamlnode.IsNull(root) {
-		return nil, p.Errorf(doc, "the configuration is empty")
+		p.fail(doc, "the configuration is empty")
+		return nil
 	}
-	top, err := p.mapping(root, "the configuration", topKeys...)
-	if err != nil {
-		return nil, err
+	top, ok := p.mapping(root, "the configuration", topKeys...)
+	if !ok {
+		return nil
 	}
 	cfg := &runtime.Configuration{Active: true, Tools: []string{}}
 
@@ -164,9 +250,7 @@ func (p *parser) configuration(doc *yaml.Node) (*runtime.Configuration, error) {
 		{"privacy_level", (*string)(&cfg.PrivacyLevel)},
 	} {
 		if e, ok := top[f.key]; ok {
-			if *f.dst, err = p.str(e); err != nil {
-				return nil, err
-			}
+			*f.dst, _ = p.str(e)
 		}
 	}
 	if e, ok := top["identifier"]; !ok || cfg.Identifier == "" {
@@ -174,56 +258,50 @@ func (p *parser) configuration(doc *yaml.Node) (*runtime.Configuration, error) {
 		if ok {
 			at = e.key
 		}
-		return nil, p.Errorf(at, "identifier is required")
+		if (!ok && !p.misspelt[root]) || (ok && e.value.Kind == yaml.ScalarNode) { // else said already
+			p.fail(at, "identifier is required")
+		}
 	} else if !identifierPattern.MatchString(cfg.Identifier) {
-		return nil, p.Errorf(e.value, "identifier %q must be lower-case letters, digits and dashes, starting with a letter or digit, at most 100 characters", cfg.Identifier)
+		p.fail(e.value, "identifier %q must be lower-case letters, digits and dashes, starting with a letter or digit, at most 100 characters", cfg.Identifier)
 	}
 	if e, ok := top["active"]; ok && !yamlnode.IsNull(e.value) {
-		if cfg.Active, err = p.boolean(e); err != nil {
-			return nil, err
-		}
+		cfg.Active, _ = p.boolean(e)
 	}
 	if e, ok := top["require_second_approver"]; ok && !yamlnode.IsNull(e.value) {
-		if cfg.RequireSecondApprover, err = p.boolean(e); err != nil {
-			return nil, err
-		}
+		cfg.RequireSecondApprover, _ = p.boolean(e)
 	}
 	if e, ok := top["max_iterations"]; ok && !yamlnode.IsNull(e.value) {
-		if cfg.MaxIterations, err = p.integer(e); err != nil {
-			return nil, err
-		}
-		if cfg.MaxIterations == 0 {
+		if cfg.MaxIterations, ok = p.integer(e); ok && cfg.MaxIterations == 0 {
 			// Normalize reads 0 as "not given"; written out it is a mistake.
-			return nil, p.Errorf(e.value, "max_iterations must be between 1 and %d, not 0", runtime.MaxIterationsCeiling)
+			p.fail(e.value, "max_iterations must be between 1 and %d, not 0", runtime.MaxIterationsCeiling)
 		}
 	}
 	if e, ok := top["mcp_servers"]; ok {
-		if cfg.MCPServers, err = p.mcpServers(e); err != nil {
-			return nil, err
-		}
+		cfg.MCPServers = p.mcpServers(e)
 	}
+	// toolsKnown is false when `tools` is unusable: nothing is then checked
+	// against it.
+	toolsKnown := true
 	if e, ok := top["tools"]; ok {
-		if cfg.Tools, err = p.tools(e, cfg.MCPServers); err != nil {
-			return nil, err
-		}
+		cfg.Tools, toolsKnown = p.tools(e, cfg.MCPServers)
 	}
 	if e, ok := top["tool_policies"]; ok {
-		if cfg.ToolPolicies, err = p.policies(e, cfg); err != nil {
-			return nil, err
-		}
+		cfg.ToolPolicies = p.policies(e, cfg, toolsKnown)
 	}
-	e, ok := top["provider"]
-	if !ok || yamlnode.IsNull(e.value) {
-		return nil, p.Errorf(root, "provider is required")
-	}
-	if err := p.provider(e, cfg); err != nil {
-		return nil, err
+	if e, ok := top["provider"]; (!ok && !p.misspelt[root]) || (ok && yamlnode.IsNull(e.value)) {
+		p.fail(root, "provider is required")
+	} else if ok {
+		p.provider(e, cfg, toolsKnown)
 	}
 
-	if err := cfg.Normalize(); err != nil {
-		return nil, p.Errorf(lineOf(err, cfg.Identifier, top, root), "%s", err.Error())
+	// Normalize checks what needs the identifier, which names the
+	// configuration in its messages.
+	if cfg.Identifier != "" {
+		if err := cfg.Normalize(); err != nil {
+			p.fail(lineOf(err, cfg.Identifier, top, root), "%s", err.Error())
+		}
 	}
-	return cfg, nil
+	return cfg
 }
 
 // lineOf finds the key a Normalize error is about: its message reads
@@ -241,34 +319,41 @@ func lineOf(err error, identifier string, top map[string]entry, root *yaml.Node)
 	return root
 }
 
-func (p *parser) tools(e entry, servers []runtime.MCPServer) ([]string, error) {
-	list, err := p.stringList(e)
-	if err != nil {
-		return nil, err
+// tools reads `tools`: every name as written, for the checks that follow,
+// and whether the value was a list at all.
+func (p *parser) tools(e entry, servers []runtime.MCPServer) ([]string, bool) {
+	list, nodes, ok := p.stringList(e)
+	if !ok {
+		return []string{}, false
 	}
 	seen := map[string]bool{}
 	for i, name := range list {
-		n := yamlnode.Resolve(e.value.Content[i])
+		n := nodes[i]
 		if seen[name] {
-			return nil, p.Errorf(n, "tool %q is listed twice", name)
+			p.fail(n, "tool %q is listed twice", name)
+			continue
 		}
 		seen[name] = true
 		if server, _, ok := mcp.SplitToolName(name); ok && hasServer(servers, server) {
-			return nil, p.Errorf(n, "tool %q belongs to mcp server %s, whose tools are offered without being listed in tools", name, server)
+			p.fail(n, "tool %q belongs to mcp server %s, whose tools are offered without being listed in tools", name, server)
+			continue
 		}
 		if p.knownTool != nil && !p.knownTool(name) {
-			return nil, p.Errorf(n, "unknown tool %q", name)
+			p.fail(n, "unknown tool %q", name)
 		}
 	}
-	return list, nil
+	return list, true
 }
 
 // isMCPTool reports whether name can name a tool of one of cfg's MCP
-// servers.
-func isMCPTool(cfg *runtime.Configuration, name string) bool {
+// servers (any "<server>__<tool>" when mcp_servers has an error).
+func (p *parser) isMCPTool(cfg *runtime.Configuration, name string) bool {
 	server, _, ok := mcp.SplitToolName(name)
 	if !ok {
 		return false
+	}
+	if p.anyMCPTool {
+		return true
 	}
 	for _, s := range cfg.MCPServers {
 		if s.Name == server {
@@ -287,56 +372,61 @@ func hasServer(servers []runtime.MCPServer, name string) bool {
 	return false
 }
 
-func (p *parser) policies(e entry, cfg *runtime.Configuration) (map[string]runtime.ToolPolicy, error) {
+// policies reads `tool_policies`; toolsKnown false skips the check that
+// each names a tool of the configuration.
+func (p *parser) policies(e entry, cfg *runtime.Configuration, toolsKnown bool) map[string]runtime.ToolPolicy {
 	if yamlnode.IsNull(e.value) {
-		return nil, nil
+		return nil
 	}
-	m, err := p.mapping(e.value, "tool_policies")
-	if err != nil {
-		return nil, err
+	m, ok := p.mapping(e.value, "tool_policies")
+	if !ok {
+		return nil
 	}
 	out := map[string]runtime.ToolPolicy{}
-	// Walk the document order so that the first bad policy is reported.
+	// Walk the document order; a key given twice was reported by mapping.
 	for i := 0; i < len(e.value.Content); i += 2 {
 		name := e.value.Content[i].Value
 		pe := m[name]
-		if !contains(cfg.Tools, name) && !isMCPTool(cfg, name) {
+		if pe.key != e.value.Content[i] {
+			continue
+		}
+		if toolsKnown && !contains(cfg.Tools, name) && !p.isMCPTool(cfg, name) {
 			if server, _, ok := mcp.SplitToolName(name); ok && hasServer(cfg.MCPServers, server) {
-				return nil, p.Errorf(pe.key, "tool_policies names %q, which mcp server %s cannot offer", name, server)
+				p.fail(pe.key, "tool_policies names %q, which mcp server %s cannot offer", name, server)
+			} else {
+				p.fail(pe.key, "tool_policies names %q, which is not in tools (a tool of an mcp server is named <server>__<tool>)", name)
 			}
-			return nil, p.Errorf(pe.key, "tool_policies names %q, which is not in tools (a tool of an mcp server is named <server>__<tool>)", name)
+			continue
 		}
 		var pol runtime.ToolPolicy
 		if !yamlnode.IsNull(pe.value) {
-			fields, err := p.mapping(pe.value, "the policy of "+name, policyKeys...)
-			if err != nil {
-				return nil, err
+			fields, ok := p.mapping(pe.value, "the policy of "+name, policyKeys...)
+			if !ok {
+				continue
 			}
 			if f, ok := fields["requires_approval"]; ok && !yamlnode.IsNull(f.value) {
-				b, err := p.boolean(f)
-				if err != nil {
-					return nil, err
+				if b, ok := p.boolean(f); ok {
+					pol.RequiresApproval = &b
 				}
-				pol.RequiresApproval = &b
 			}
 			if f, ok := fields["grant"]; ok {
-				if pol.Grant, err = p.str(f); err != nil {
-					return nil, err
-				}
+				pol.Grant, _ = p.str(f)
 			}
 		}
 		out[name] = pol
 	}
 	if len(out) == 0 {
-		return nil, nil
+		return nil
 	}
-	return out, nil
+	return out
 }
 
-func (p *parser) provider(e entry, cfg *runtime.Configuration) error {
-	fields, err := p.mapping(e.value, "provider", providerKeys...)
-	if err != nil {
-		return err
+// provider reads `provider` into cfg; toolsKnown false leaves the
+// script's calls unchecked.
+func (p *parser) provider(e entry, cfg *runtime.Configuration, toolsKnown bool) {
+	fields, ok := p.mapping(e.value, "provider", providerKeys...)
+	if !ok {
+		return
 	}
 	spec := &cfg.Provider
 	for _, f := range []struct {
@@ -349,113 +439,129 @@ func (p *parser) provider(e entry, cfg *runtime.Configuration) error {
 		{"api_key_env", &spec.APIKeyEnv},
 	} {
 		if fe, ok := fields[f.key]; ok {
-			if *f.dst, err = p.str(fe); err != nil {
-				return err
-			}
+			*f.dst, _ = p.str(fe)
 		}
-	}
-	te, ok := fields["type"]
-	switch {
-	case !ok || spec.Type == "":
-		return p.Errorf(e.key, "provider type is required (%s or %s)", ProviderScripted, ProviderOpenAI)
-	case spec.Type != ProviderScripted && spec.Type != ProviderOpenAI:
-		return p.Errorf(te.value, "provider type must be %s or %s, not %q", ProviderScripted, ProviderOpenAI, spec.Type)
 	}
 	se, hasScript := fields["script"]
 	if hasScript && yamlnode.IsNull(se.value) {
 		hasScript = false
 	}
+	te, ok := fields["type"]
 	switch {
+	case !ok || spec.Type == "":
+		if (!ok && !p.misspelt[e.value]) || (ok && te.value.Kind == yaml.ScalarNode) { // else said already
+			p.fail(e.key, "provider type is required (%s or %s)", ProviderScripted, ProviderOpenAI)
+		}
+	case spec.Type != ProviderScripted && spec.Type != ProviderOpenAI:
+		p.fail(te.value, "provider type must be %s or %s, not %q", ProviderScripted, ProviderOpenAI, spec.Type)
 	case spec.Type == ProviderScripted && !hasScript:
-		return p.Errorf(te.value, "the scripted provider needs a script")
+		p.fail(te.value, "the scripted provider needs a script")
 	case spec.Type != ProviderScripted && hasScript:
-		return p.Errorf(se.key, "a script is only for the scripted provider")
-	case !hasScript:
-		return nil
+		p.fail(se.key, "a script is only for the scripted provider")
+		return
 	}
-	inTools := func(name string) bool { return contains(cfg.Tools, name) || isMCPTool(cfg, name) }
+	if !hasScript {
+		return
+	}
+	var inTools func(string) bool // nil: no check
+	if toolsKnown {
+		inTools = func(name string) bool { return contains(cfg.Tools, name) || p.isMCPTool(cfg, name) }
+	}
 	s, err := scripted.FromNode(string(p.File), se.value, inTools)
 	if err != nil {
-		return err
+		p.failWith(err)
+		return
 	}
 	if spec.Script, err = s.JSON(); err != nil {
-		return p.Errorf(se.value, "%s", err.Error())
+		p.fail(se.value, "%s", err.Error())
 	}
-	return nil
 }
 
-func (p *parser) mcpServers(e entry) ([]runtime.MCPServer, error) {
+// mcpServers reads `mcp_servers`: the entries that read without an error.
+// Any error makes every "<server>__<tool>" name pass the later checks,
+// since the server it names may be the broken entry.
+func (p *parser) mcpServers(e entry) []runtime.MCPServer {
 	if yamlnode.IsNull(e.value) {
-		return nil, nil
+		return nil
 	}
+	before := len(p.errs)
+	defer func() { p.anyMCPTool = p.anyMCPTool || len(p.errs) > before }()
 	if e.value.Kind != yaml.SequenceNode {
-		return nil, p.Errorf(e.value, "mcp_servers must be a list of servers")
+		p.fail(e.value, "mcp_servers must be a list of servers")
+		return nil
 	}
 	var out []runtime.MCPServer
 	first := map[string]int{}
 	for _, n := range e.value.Content {
 		n = yamlnode.Resolve(n)
-		srv, err := p.mcpServer(n)
-		if err != nil {
-			return nil, err
+		srv, ok := p.mcpServer(n)
+		if !ok {
+			continue
 		}
 		if line, ok := first[srv.Name]; ok {
-			return nil, p.Errorf(n, "mcp server %q is listed twice (first on line %d)", srv.Name, line)
+			p.fail(n, "mcp server %q is listed twice (first on line %d)", srv.Name, line)
+			continue
 		}
 		first[srv.Name] = n.Line
 		out = append(out, srv)
 	}
-	return out, nil
+	return out
 }
 
-func (p *parser) mcpServer(n *yaml.Node) (runtime.MCPServer, error) {
+// mcpServer reads one entry of `mcp_servers`; ok is false when it has an
+// error.
+func (p *parser) mcpServer(n *yaml.Node) (runtime.MCPServer, bool) {
 	var srv runtime.MCPServer
-	fields, err := p.mapping(n, "an mcp server", mcpServerKeys...)
-	if err != nil {
-		return srv, err
+	before := len(p.errs)
+	fields, ok := p.mapping(n, "an mcp server", mcpServerKeys...)
+	if !ok {
+		return srv, false
 	}
 	f, ok := fields["name"]
 	if ok {
-		if srv.Name, err = p.str(f); err != nil {
-			return srv, err
+		srv.Name, _ = p.str(f)
+	}
+	switch {
+	case !ok || srv.Name == "":
+		if (!ok && !p.misspelt[n]) || (ok && f.value.Kind == yaml.ScalarNode) {
+			p.fail(n, "an mcp server needs a name")
 		}
-	}
-	if !ok || srv.Name == "" {
-		return srv, p.Errorf(n, "an mcp server needs a name")
-	}
-	if err := mcp.CheckServerName(srv.Name); err != nil {
-		return srv, p.Errorf(f.value, "%s", err.Error())
+		srv.Name = "" // the url's message below names no server then
+	default:
+		if err := mcp.CheckServerName(srv.Name); err != nil {
+			p.fail(f.value, "%s", err.Error())
+		}
 	}
 	f, ok = fields["url"]
 	if ok {
-		if srv.URL, err = p.str(f); err != nil {
-			return srv, err
+		srv.URL, _ = p.str(f)
+	}
+	switch {
+	case !ok || srv.URL == "":
+		switch {
+		case ok && f.value.Kind != yaml.ScalarNode, !ok && p.misspelt[n]: // said already
+		case srv.Name == "":
+			p.fail(n, "an mcp server needs a url")
+		default:
+			p.fail(n, "mcp server %s needs a url", srv.Name)
 		}
-	}
-	if !ok || srv.URL == "" {
-		return srv, p.Errorf(n, "mcp server %s needs a url", srv.Name)
-	}
-	if err := checkURL(srv.URL); err != nil {
-		return srv, p.Errorf(f.value, "the url of mcp server %s: %s", srv.Name, err.Error())
+	default:
+		if err := checkURL(srv.URL); err != nil {
+			p.fail(f.value, "the url of mcp server %s: %s", srv.Name, err.Error())
+		}
 	}
 	if f, ok := fields["headers"]; ok && !yamlnode.IsNull(f.value) {
-		if srv.Headers, err = p.headers(f, srv.Name); err != nil {
-			return srv, err
-		}
+		srv.Headers = p.headers(f, srv.Name)
 	}
 	if f, ok := fields["requires_approval"]; ok && !yamlnode.IsNull(f.value) {
-		b, err := p.boolean(f)
-		if err != nil {
-			return srv, err
+		if b, ok := p.boolean(f); ok {
+			srv.RequiresApproval = &b
 		}
-		srv.RequiresApproval = &b
 	}
 	if f, ok := fields["meta_tool"]; ok && !yamlnode.IsNull(f.value) {
-		if srv.MetaTool, err = p.boolean(f); err != nil {
-			return srv, err
-		}
+		srv.MetaTool, _ = p.boolean(f)
 	}
-	return srv, nil
+	return srv, len(p.errs) == before
 }
 
 // checkURL checks a URL that names no environment variable in full; one
@@ -474,31 +580,38 @@ func checkURL(s string) error {
 	return nil
 }
 
-func (p *parser) headers(e entry, server string) (map[string]string, error) {
-	m, err := p.mapping(e.value, "the headers of mcp server "+server)
-	if err != nil {
-		return nil, err
+func (p *parser) headers(e entry, server string) map[string]string {
+	m, ok := p.mapping(e.value, "the headers of mcp server "+server)
+	if !ok {
+		return nil
 	}
 	out := map[string]string{}
 	seen := map[string]int{}
 	for i := 0; i < len(e.value.Content); i += 2 {
 		k := e.value.Content[i]
 		h := m[k.Value]
+		if h.key != k {
+			continue // given twice: mapping said so
+		}
 		if err := mcp.CheckHeaderName(k.Value); err != nil {
-			return nil, p.Errorf(k, "%s", err.Error())
+			p.fail(k, "%s", err.Error())
+			continue
 		}
 		canonical := strings.ToLower(k.Value)
 		if line, ok := seen[canonical]; ok {
-			return nil, p.Errorf(k, "header %s is given twice (first on line %d)", k.Value, line)
+			p.fail(k, "header %s is given twice (first on line %d)", k.Value, line)
+			continue
 		}
 		seen[canonical] = k.Line
 		if yamlnode.IsNull(h.value) || h.value.Kind != yaml.ScalarNode {
-			return nil, p.Errorf(h.value, "header %s must be a string", k.Value)
+			p.fail(h.value, "header %s must be a string", k.Value)
+			continue
 		}
 		if err := mcp.CheckTemplate(h.value.Value); err != nil {
-			return nil, p.Errorf(h.value, "header %s: %s", k.Value, err.Error())
+			p.fail(h.value, "header %s: %s", k.Value, err.Error())
+			continue
 		}
 		out[k.Value] = h.value.Value
 	}
-	return out, nil
+	return out
 }

@@ -187,6 +187,59 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// TestParseReportsEveryError: a file with three errors gets all three, one
+// per line of the message and in the order of the file's lines, though
+// the parser finds them in another order (the unknown key first, the
+// provider last).
+func TestParseReportsEveryError(t *testing.T) {
+	src := replaceLine(t, base, 3, "  type: claude")
+	src = replaceLine(t, src, 8, "max_iterations: five")
+	src = replaceLine(t, src, 9, "privacy: metadata")
+	cfg, err := Parse("agent.yaml", []byte(src), knownTool)
+	if cfg != nil {
+		t.Errorf("Parse returned a configuration with its errors: %+v", cfg)
+	}
+	want := `agent.yaml:3: provider type must be scripted or openai, not "claude"` + "\n" +
+		"agent.yaml:8: max_iterations must be a whole number\n" +
+		`agent.yaml:9: unknown key "privacy" in the configuration (allowed: identifier, name, active, provider, system_prompt, tools, max_iterations, require_second_approver, privacy_level, tool_policies, mcp_servers)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Parse error:\n got %v\nwant %s", err, want)
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); !ok || len(joined.Unwrap()) != 3 {
+		t.Errorf("Parse error %T does not unwrap to the three errors", err)
+	}
+}
+
+// TestParseErrorsDoNotRepeatThemselves: a broken part of the file is
+// reported once, not again by each check that reads it.
+func TestParseErrorsDoNotRepeatThemselves(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want string // the whole message
+	}{
+		{"tools that are no list", replaceLine(t, base, 7, "tools: lookup_order"),
+			"agent.yaml:7: tools must be a list of strings"},
+		{"a misspelt identifier", replaceLine(t, base, 1, "identifer: refund-agent"),
+			`agent.yaml:1: unknown key "identifer" in the configuration (allowed: ` + strings.Join(topKeys, ", ") + ")"},
+		{"a misspelt provider type", replaceLine(t, base, 3, "  kind: scripted"),
+			`agent.yaml:3: unknown key "kind" in provider (allowed: ` + strings.Join(providerKeys, ", ") + ")"},
+		{"a broken mcp server the script calls", replaceLine(t, mcpAgent, 13, "  - name: Shop_1"),
+			`agent.yaml:13: mcp server name "Shop_1" must be lower-case letters, digits and dashes, starting with a letter or digit, at most 30 characters`},
+		{"two errors in tools", replaceLine(t, base, 7, "tools: [lookup_order, refnd_order, lookup_order]"),
+			"agent.yaml:7: unknown tool \"refnd_order\"\nagent.yaml:7: tool \"lookup_order\" is listed twice\n" +
+				`agent.yaml:11: tool_policies names "refund_order", which is not in tools (a tool of an mcp server is named <server>__<tool>)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("agent.yaml", []byte(tt.src), knownTool)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Parse error:\n got %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
 func TestParseProviderErrors(t *testing.T) {
 	tests := []struct {
 		name string
