@@ -8,7 +8,7 @@
 # stderr and the `&&` ends the recipe, and make with it. `set -x` then shows
 # the command as it runs, DSN included.
 
-.PHONY: run demo-reset test bench fuzz generate lint build
+.PHONY: run demo-reset test bench fuzz generate lint build screenshots
 .DEFAULT_GOAL := build
 
 # ARGS go to serve: make run ARGS='--addr 127.0.0.1:9090' (or set
@@ -30,6 +30,13 @@ test:
 bench:
 	@dsn=$$(go run ./cmd/devdb) && set -x && \
 	TURNSTILE_DSN="$$dsn" go test -run '^$$' -bench . -benchmem ./...
+
+# The README's screenshots, made by a browser test on a demo-like state
+# (Chromium needed).
+screenshots:
+	@dsn=$$(go run ./cmd/devdb) && set -x && \
+	TURNSTILE_DSN="$$dsn" TURNSTILE_SCREENSHOTS="$(CURDIR)/web/testdata/screenshots" \
+		go test -count=1 -run TestScreenshots ./web/
 
 # Each fuzz target for FUZZTIME (10s unless set), without MySQL.
 fuzz:

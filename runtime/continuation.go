@@ -27,8 +27,10 @@ type Outcome struct {
 	// Status is the run's status afterwards: settled, waiting again, or
 	// still running when the continuation had to stop (Err says why) and
 	// another holder will finish it.
-	Status     Status
-	Reason     string // termination reason of a settled run
+	Status Status
+	Reason string // termination reason of a settled run
+	// Detail says why a run failed, in words: the provider's error, say.
+	Detail     string
 	Answer     string
 	Digest     string // the new turn digest of a waiting run
 	Pending    *PendingTurn
@@ -568,7 +570,7 @@ func (c *Continuation) settle(ctx context.Context, status Status, reason, answer
 	if err != nil {
 		return c.stopped(err)
 	}
-	return Outcome{Status: status, Reason: reason, Answer: answer}
+	return Outcome{Status: status, Reason: reason, Answer: answer, Detail: detail}
 }
 
 // cancelled honours a cancel request at a step boundary.

@@ -112,7 +112,7 @@ func samplePage() Page {
 }
 
 func TestInboxApproval(t *testing.T) {
-	p := InboxPage{Page: samplePage(), Now: now, Runs: []InboxRun{{
+	p := InboxPage{Page: samplePage(), Now: now, Total: 1, Runs: []InboxRun{{
 		ID: 42, Configuration: "Refund agent", WaitingSince: now.Add(-3 * time.Minute),
 		Kind: "approval", Digest: "d1g357", CanOpen: true,
 		Note:  "The previous attempt was interrupted.",
@@ -179,7 +179,7 @@ func TestInboxApproval(t *testing.T) {
 }
 
 func TestInboxFourEyes(t *testing.T) {
-	p := InboxPage{Page: samplePage(), Now: now, Runs: []InboxRun{{
+	p := InboxPage{Page: samplePage(), Now: now, Total: 1, Runs: []InboxRun{{
 		ID: 9, Configuration: "Refund agent", WaitingSince: now, Kind: "approval", Digest: "x", FourEyes: true,
 		Calls: []Call{{ID: "c", Name: "refund_order", Arguments: "{}"}},
 	}}}
@@ -193,7 +193,7 @@ func TestInboxFourEyes(t *testing.T) {
 }
 
 func TestInboxInput(t *testing.T) {
-	p := InboxPage{Page: samplePage(), Now: now, Runs: []InboxRun{{
+	p := InboxPage{Page: samplePage(), Now: now, Total: 1, Runs: []InboxRun{{
 		ID: 5, Configuration: "Input agent", WaitingSince: now.Add(-2*time.Hour - 5*time.Minute), Kind: "input", Digest: "dig5",
 		Fields: []Field{
 			{Name: "count", Label: "How many", Type: "integer", Required: true, Min: ptr(1), Max: ptr(10), Value: "11", Error: "must be at most 10"},

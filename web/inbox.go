@@ -321,21 +321,8 @@ func endedWords(id int64, st runtime.Status, reason string) string {
 	return fmt.Sprintf("run %d continues in the background.", id)
 }
 
-// reasonWords says a termination reason in words.
-func reasonWords(reason string) string {
-	if w, ok := map[string]string{
-		runtime.ReasonCompleted:      "the agent finished",
-		runtime.ReasonMaxIterations:  "it reached its limit of rounds",
-		runtime.ReasonProviderFailed: "the model could not be reached or refused",
-		runtime.ReasonCancelled:      "cancelled",
-		runtime.ReasonToolMissing:    "a tool it needs is not available",
-		runtime.ReasonWriteUnknown:   "it lost its lease while a write was in flight",
-		runtime.ReasonUnreadable:     "its saved state cannot be read",
-	}[reason]; ok {
-		return w
-	}
-	return reason
-}
+// reasonWords says a termination reason in words, as the run page does.
+func reasonWords(reason string) string { return templates.ReasonText(reason) }
 
 // statusWords says a status in words.
 func statusWords(st runtime.Status) string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/templates"
 )
 
 // The lines of every NDJSON stream. Each names its kind in "type"; the
@@ -133,7 +134,11 @@ func outcomeKind(out runtime.Outcome) (kind, code, message string) {
 	case out.Status == runtime.StatusDecided || out.Status == runtime.StatusQueued:
 		return outcomeError, "handed_over", "this server is stopping; a worker finishes the run"
 	case out.Status == runtime.StatusFailed:
-		return outcomeError, out.Reason, "the run failed: " + out.Reason
+		message = "the run failed: " + templates.ReasonText(out.Reason)
+		if out.Detail != "" {
+			message += " (" + out.Detail + ")"
+		}
+		return outcomeError, out.Reason, message
 	}
 	return outcomeError, "continues_elsewhere", "this request lost the run; it continues in the background"
 }

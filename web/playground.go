@@ -178,9 +178,9 @@ func (s *Server) renderResult(w http.ResponseWriter, r *http.Request, status int
 	s.render(w, r, status, templates.Playground(page))
 }
 
-// playgroundOutcome shapes an outcome for the page. Its kind, code and
-// message come from outcomeKind, so the page and the stream always agree
-// on how a run ended.
+// playgroundOutcome shapes an outcome for the page. Its kind and code come
+// from outcomeKind, so the page and the stream always agree on how a run
+// ended; a failed run's message says its reason in words.
 func playgroundOutcome(out runtime.Outcome) templates.PlaygroundOutcome {
 	kind, code, message := outcomeKind(out)
 	o := templates.PlaygroundOutcome{Event: kind, Code: code, Message: message}
@@ -189,6 +189,13 @@ func playgroundOutcome(out runtime.Outcome) templates.PlaygroundOutcome {
 		if kind == outcomeAwaitingInput {
 			o.Fields = inputFields(out.Pending.Schema, nil, nil)
 		}
+	}
+	if out.Status == runtime.StatusFailed {
+		// The stream's message names the reason by its code; a person
+		// reads it in words, with the cause from the run's settle step
+		// (the page finds it among the steps).
+		o.Failure = &templates.RunFailure{Reason: out.Reason}
+		o.Message = "The run failed: " + templates.ReasonText(out.Reason) + "."
 	}
 	o.Answer, o.Iterations = out.Answer, out.Iterations
 	o.InputTokens, o.OutputTokens = out.Usage.InputTokens, out.Usage.OutputTokens

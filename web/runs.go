@@ -22,7 +22,8 @@ func (s *Server) pageSurface() *surface {
 }
 
 // run shows a run's timeline to its owner and admins; to anyone else it
-// does not exist.
+// does not exist. The page reads each event's payload by its kind (see
+// templates.RunDetail), and a failed run's cause from its settle event.
 func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := s.runParam(w, r, s.at.page, ps)
 	if !ok {
@@ -45,9 +46,24 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 	page := templates.RunPage{Page: s.pageFor(r, fmt.Sprintf("Run %d", run.ID)), Run: sum}
 	for _, e := range d.Events {
 		page.Events = append(page.Events, templates.Event{Seq: e.Seq, Kind: string(e.Kind), Round: e.Round,
-			Duration: fmt.Sprintf("%d ms", e.DurationMS), At: e.CreatedAt, Payload: indent(e.Payload)})
+			Duration: stepDuration(e), At: e.CreatedAt, Payload: indent(e.Payload)})
 	}
 	s.render(w, r, http.StatusOK, templates.RunDetail(page))
+}
+
+// stepDuration is how long a step ran, for people: "812 ms", "12.4 s". Only
+// model rounds and tool calls are timed; the other steps take no time of
+// their own, and show none.
+func stepDuration(e runtime.Event) string {
+	switch {
+	case e.Kind != runtime.KindLLM && e.Kind != runtime.KindTool && e.DurationMS == 0:
+		return ""
+	case e.DurationMS < 1000:
+		return fmt.Sprintf("%d ms", e.DurationMS)
+	case e.DurationMS < 60_000:
+		return fmt.Sprintf("%.1f s", float64(e.DurationMS)/1000)
+	}
+	return fmt.Sprintf("%d min %d s", e.DurationMS/60_000, e.DurationMS%60_000/1000)
 }
 
 // cancel cancels a run: at once when nobody holds it, at the next step

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -18,17 +19,56 @@ import (
 // the retries that status allows.
 type StatusError struct {
 	StatusCode int
+	// Model is the provider's model (the one every configuration's rounds
+	// ask for): a 404 usually means the endpoint has none of that name.
+	Model string
+	// Code is the provider's error code ("invalid_api_key",
+	// "model_not_found", "insufficient_quota"), if it gave one.
+	Code string
 	// Message is the provider's own explanation, if it gave one.
 	Message string
 }
 
-// Error reads "openai: 429 Too Many Requests: Rate limit reached …".
+// Error says what a person can do about the refusal, then the provider's
+// own words: "openai: the model endpoint refused the API key (401):
+// Incorrect API key provided: [redacted]." It never holds the key: failure
+// redacts it from the provider's words when it builds the error.
 func (e *StatusError) Error() string {
-	s := fmt.Sprintf("openai: %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	s := "openai: " + e.cause()
 	if e.Message != "" {
 		s += ": " + e.Message
 	}
 	return s
+}
+
+// cause is the refusal in words, by its status.
+func (e *StatusError) cause() string {
+	code := e.StatusCode
+	switch {
+	case code == http.StatusForbidden && e.Code == "model_not_found":
+		// OpenAI's answer to a project without access to the model.
+		return fmt.Sprintf("the model endpoint does not let this API key use model %q (403)", e.Model)
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return fmt.Sprintf("the model endpoint refused the API key (%d)", code)
+	case code == http.StatusNotFound && e.Code == "model_not_found":
+		return fmt.Sprintf("the model endpoint has no model %q (404)", e.Model)
+	case code == http.StatusNotFound:
+		// A wrong base URL is a 404 too, and reads the same from here
+		// unless the endpoint says which.
+		return fmt.Sprintf("the model endpoint has no model %q, or its base URL is wrong (404)", e.Model)
+	case code == http.StatusTooManyRequests && e.Code == "insufficient_quota":
+		return "the model endpoint says the API key's quota is used up (429)"
+	case code == http.StatusTooManyRequests:
+		return "the model endpoint is limiting the rate of requests (429)"
+	case code == http.StatusBadRequest:
+		return "the model endpoint rejected the request (400)"
+	case code >= 500:
+		return fmt.Sprintf("the model endpoint failed (HTTP %d)", code)
+	}
+	if t := http.StatusText(code); t != "" {
+		return fmt.Sprintf("the model endpoint refused the request (HTTP %d %s)", code, t)
+	}
+	return fmt.Sprintf("the model endpoint refused the request (HTTP %d)", code)
 }
 
 // ChunkError is a stream chunk that is not JSON: Index counts the chunks
@@ -59,6 +99,7 @@ var (
 // the round's, and chunk the index of the chunk being read.
 func (p *Provider) failure(ctx, rctx context.Context, err error, chunk int) error {
 	var apiErr *sdk.Error
+	var urlErr *url.Error
 	var streamErr *ssestream.StreamError
 	var syntaxErr *json.SyntaxError
 	switch {
@@ -67,7 +108,9 @@ func (p *Provider) failure(ctx, rctx context.Context, err error, chunk int) erro
 	case errors.Is(context.Cause(rctx), errRoundTimeout):
 		err = fmt.Errorf("openai: no complete reply within %s: %w", p.timeout, context.DeadlineExceeded)
 	case errors.As(err, &apiErr):
-		err = &StatusError{StatusCode: apiErr.StatusCode, Message: apiErr.Message}
+		// Redacted here so that the error stays a *StatusError for callers
+		// that ask for its status.
+		err = &StatusError{StatusCode: apiErr.StatusCode, Model: p.model, Code: apiErr.Code, Message: p.redact(apiErr.Message)}
 	case errors.As(err, &streamErr):
 		err = fmt.Errorf("openai: the stream reported an error: %s", streamMessage(streamErr))
 	case errors.Is(err, errCut), errors.Is(err, io.ErrUnexpectedEOF):
@@ -76,10 +119,24 @@ func (p *Provider) failure(ctx, rctx context.Context, err error, chunk int) erro
 		// The parser's "invalid character …" alone does not say that the
 		// endpoint, not Turnstile, broke the format, nor where.
 		err = &ChunkError{Index: chunk, Offset: syntaxErr.Offset, err: err}
+	case errors.As(err, &urlErr):
+		// The URL names the endpoint, never the key (a header carries it);
+		// the net error alone ("connection refused") does not say where.
+		err = fmt.Errorf("openai: the model endpoint %s cannot be reached: %w", endpoint(urlErr.URL), urlErr.Err)
 	default:
 		err = fmt.Errorf("openai: %w", err)
 	}
 	return p.clean(err)
+}
+
+// endpoint is the scheme and host of a request's URL, without its path or
+// any user info.
+func endpoint(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(unknown address)"
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // streamMessage is the message of an error event inside a stream, or the
@@ -103,7 +160,15 @@ func (p *Provider) clean(err error) error {
 	if err == nil || p.key == "" || !strings.Contains(err.Error(), p.key) {
 		return err
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), p.key, "[redacted]"))
+	return errors.New(p.redact(err.Error()))
+}
+
+// redact replaces the key in s.
+func (p *Provider) redact(s string) string {
+	if p.key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, p.key, "[redacted]")
 }
 
 // doneWatcher notes whether a response's SSE body carried the data: [DONE]

@@ -205,7 +205,7 @@ func TestRoundRetries(t *testing.T) {
 		if err == nil {
 			t.Fatal("Round succeeded, want an error")
 		}
-		want := "openai: 500 Internal Server Error: The server had an error while processing your request. Sorry about that!"
+		want := "openai: the model endpoint failed (HTTP 500): The server had an error while processing your request. Sorry about that!"
 		if err.Error() != want {
 			t.Errorf("error = %q, want %q", err, want)
 		}
@@ -223,7 +223,7 @@ func TestRoundRetries(t *testing.T) {
 		if err == nil {
 			t.Fatal("Round succeeded, want an error")
 		}
-		if !strings.HasPrefix(err.Error(), "openai: 401 Unauthorized: Incorrect API key provided: [redacted].") {
+		if !strings.HasPrefix(err.Error(), "openai: the model endpoint refused the API key (401): Incorrect API key provided: [redacted].") {
 			t.Errorf("error = %q", err)
 		}
 		if got := f.requests(); got != 1 {

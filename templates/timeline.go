@@ -1,0 +1,434 @@
+package templates
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// A run's page shows each stored event by its kind, read from its payload
+// (as the runtime records it, after the privacy filter), with the payload
+// itself behind a toggle. Payload keys this file reads:
+//
+//	llm          text, tool_calls [{id, name, arguments}], usage
+//	tool         call_id, tool, is_error, result
+//	suspend      kind, calls, note, previews
+//	approval     by, decision, scope, reason, calls
+//	input        by
+//	settle       status, reason, answer, iterations, usage, detail
+//	unavailable  unavailable [{source, tools, cause}]
+//
+// At the metadata privacy level a content key k is replaced by k_bytes,
+// its size; at the redacted level its scalars read "[redacted]".
+
+// TimelineEvent is one stored event shaped for display. At most one of
+// Model, Tool, Pause, Decision, Settle and Unavailable is set, by Kind;
+// none for a kind this page does not know or a payload that is not a JSON
+// object, which then shows as its JSON alone.
+type TimelineEvent struct {
+	Seq      int
+	Kind     string
+	Round    int
+	Duration string
+	At       time.Time
+	// Raw is the payload's JSON as stored, shown behind a toggle.
+	Raw string
+
+	Model       *ModelStep
+	Tool        *ToolStep
+	Pause       *PauseStep
+	Decision    *DecisionStep
+	Settle      *SettleStep
+	Unavailable []UnavailableSource
+}
+
+// Content is run content (a text, arguments, a result) as the run's
+// privacy level stored it.
+type Content struct {
+	// Text is the content as stored, JSON indented; "" when withheld.
+	Text string
+	// Withheld: the privacy level stored only the content's size, Size
+	// bytes.
+	Withheld bool
+	Size     int
+}
+
+// Shown reports whether there is anything to show of c.
+func (c Content) Shown() bool { return c.Withheld || c.Text != "" }
+
+// ModelStep is a model round: what the model said and the calls it made.
+type ModelStep struct {
+	Text                      Content
+	Calls                     []StepCall
+	InputTokens, OutputTokens int
+}
+
+// StepCall is one tool call a model round made or a pause asks about.
+type StepCall struct {
+	ID, Name  string
+	Arguments Content
+	// Preview is the tool's line about what the call would do, when the
+	// privacy level kept it.
+	Preview string
+}
+
+// ToolStep is a tool's result.
+type ToolStep struct {
+	CallID, Name string
+	Error        bool
+	Result       Content
+}
+
+// PauseStep is the run stopping for a person.
+type PauseStep struct {
+	Kind  string // approval or input
+	Calls []StepCall
+	Note  string
+	// Previews is set only when the previews were withheld; kept ones are
+	// on their calls.
+	Previews Content
+}
+
+// DecisionStep is a person's decision: an approval or a denial (with its
+// scope and reason), or an answer to an input turn.
+type DecisionStep struct {
+	By       string
+	Decision string // approve, deny or input
+	Scope    string // once or session; "" for an input
+	Reason   string
+	Calls    int
+}
+
+// SettleStep is how the run ended.
+type SettleStep struct {
+	Status, Reason            string
+	Answer                    Content
+	Detail                    string
+	Iterations                int
+	InputTokens, OutputTokens int
+}
+
+// UnavailableSource is a tool source that could not bring its tools.
+type UnavailableSource struct {
+	Source, Tools, Cause string
+}
+
+// RunFailure is why a failed run failed, said at the top of its page and of
+// the playground's result.
+type RunFailure struct {
+	Reason string // the termination reason
+	// Detail is the cause the run recorded when it settled ("provider
+	// failed: openai: the model endpoint refused the API key (401)"); ""
+	// when it recorded none.
+	Detail string
+}
+
+// Words is the failure's reason in words.
+func (f RunFailure) Words() string { return ReasonText(f.Reason) }
+
+// ReasonText says a termination reason in words; one it does not know as
+// it is.
+func ReasonText(reason string) string {
+	if w, ok := map[string]string{
+		"completed":                "the agent finished",
+		"max_iterations":           "it reached its limit of rounds",
+		"provider_failed":          "the model could not be reached or refused",
+		"cancelled":                "cancelled",
+		"tool_unavailable":         "a tool it needs is not available",
+		"lease_lost_write_unknown": "it lost its lease while a write was in flight",
+		"unreadable_state":         "its saved state cannot be read",
+	}[reason]; ok {
+		return w
+	}
+	return strings.ReplaceAll(reason, "_", " ")
+}
+
+// timeline shapes a run's events for display.
+func timeline(events []Event) []TimelineEvent {
+	out := make([]TimelineEvent, len(events))
+	for i, e := range events {
+		out[i] = timelineEvent(e.Seq, e.Kind, e.Round, e.Duration, e.At, e.Payload)
+	}
+	return out
+}
+
+// timelineEvent reads one event's payload by its kind.
+func timelineEvent(seq int, kind string, round int, duration string, at time.Time, payload string) TimelineEvent {
+	e := TimelineEvent{Seq: seq, Kind: kind, Round: round, Duration: duration, At: at, Raw: payload}
+	p, ok := decodeObject(payload)
+	if !ok {
+		return e
+	}
+	switch kind {
+	case "llm":
+		e.Model = &ModelStep{Text: p.content("text"), Calls: p.calls("tool_calls", nil)}
+		e.Model.InputTokens, e.Model.OutputTokens = p.usage()
+	case "tool":
+		e.Tool = &ToolStep{CallID: p.str("call_id"), Name: p.str("tool"), Error: p.boolean("is_error"),
+			Result: p.content("result")}
+	case "suspend":
+		lines, _ := p["previews"].(map[string]any)
+		e.Pause = &PauseStep{Kind: p.str("kind"), Note: p.str("note"), Calls: p.calls("calls", lines)}
+		if previews := p.content("previews"); previews.Withheld {
+			e.Pause.Previews = previews
+		}
+	case "approval", "input":
+		e.Decision = &DecisionStep{By: p.str("by"), Decision: p.str("decision"), Scope: p.str("scope"),
+			Reason: p.str("reason"), Calls: p.integer("calls")}
+		if kind == "input" && e.Decision.Decision == "" {
+			e.Decision.Decision = "input"
+		}
+	case "settle":
+		e.Settle = &SettleStep{Status: p.str("status"), Reason: p.str("reason"), Answer: p.content("answer"),
+			Detail: p.str("detail"), Iterations: p.integer("iterations")}
+		e.Settle.InputTokens, e.Settle.OutputTokens = p.usage()
+	case "unavailable":
+		for _, u := range p.objects("unavailable") {
+			e.Unavailable = append(e.Unavailable, UnavailableSource{Source: u.str("source"),
+				Tools: u.str("tools"), Cause: u.str("cause")})
+		}
+	}
+	return e
+}
+
+// runFailure is why a run failed: its reason, and the detail its last
+// settle event recorded; nil for a run that did not fail.
+func runFailure(status, reason string, events []TimelineEvent) *RunFailure {
+	if status != "failed" {
+		return nil
+	}
+	return &RunFailure{Reason: reason, Detail: settleDetail(events)}
+}
+
+// settleDetail is the detail of the last settle event; "" when there is
+// none.
+func settleDetail(events []TimelineEvent) string {
+	for i := len(events) - 1; i >= 0; i-- {
+		if s := events[i].Settle; s != nil {
+			return s.Detail
+		}
+	}
+	return ""
+}
+
+// playgroundFailure is the playground's failure with the detail its settle
+// step recorded; nil unless the run failed.
+func playgroundFailure(r PlaygroundResult) *RunFailure {
+	if r.Outcome.Failure == nil {
+		return nil
+	}
+	f := *r.Outcome.Failure
+	if f.Detail == "" {
+		events := make([]TimelineEvent, len(r.Steps))
+		for i, s := range r.Steps {
+			events[i] = timelineEvent(s.Seq, s.Kind, s.Round, s.Duration, time.Time{}, s.Content)
+		}
+		f.Detail = settleDetail(events)
+	}
+	return &f
+}
+
+// object is a decoded JSON object of a payload.
+type object map[string]any
+
+// decodeObject decodes a payload that is a JSON object, numbers kept as
+// written.
+func decodeObject(s string) (object, bool) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var m map[string]any
+	if dec.Decode(&m) != nil || m == nil {
+		return nil, false
+	}
+	return m, true
+}
+
+func (o object) str(key string) string {
+	switch v := o[key].(type) {
+	case string:
+		return v
+	case nil:
+		return ""
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+func (o object) boolean(key string) bool {
+	b, _ := o[key].(bool)
+	return b
+}
+
+func (o object) integer(key string) int {
+	n, _ := o[key].(json.Number)
+	i, _ := n.Int64()
+	return int(i)
+}
+
+func (o object) objects(key string) []object {
+	list, _ := o[key].([]any)
+	var out []object
+	for _, v := range list {
+		if m, ok := v.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// usage reads the token counts of a payload's usage.
+func (o object) usage() (in, out int) {
+	u, ok := o["usage"].(map[string]any)
+	if !ok {
+		return 0, 0
+	}
+	return object(u).integer("input_tokens"), object(u).integer("output_tokens")
+}
+
+// content reads a content key as the privacy level stored it: the value
+// under key, or its size under key_bytes.
+func (o object) content(key string) Content {
+	if v, ok := o[key]; ok && v != nil {
+		return Content{Text: jsonText(v)}
+	}
+	if n := o.integer(key + "_bytes"); n > 0 {
+		// Zero bytes is no content (a round that only called tools), which
+		// is nothing to mention.
+		return Content{Withheld: true, Size: n}
+	}
+	return Content{}
+}
+
+// calls reads a list of calls; previews, when kept, maps call ids to their
+// preview lines.
+func (o object) calls(key string, previews map[string]any) []StepCall {
+	var out []StepCall
+	for _, c := range o.objects(key) {
+		call := StepCall{ID: c.str("id"), Name: c.str("name"), Arguments: c.content("arguments")}
+		if line, ok := previews[call.ID].(string); ok {
+			call.Preview = line
+		}
+		out = append(out, call)
+	}
+	return out
+}
+
+// jsonText is a content value for people: a string as it is, or indented
+// when it is itself a JSON object or list (a tool's result often is);
+// anything else as indented JSON.
+func jsonText(v any) string {
+	if s, ok := v.(string); ok {
+		t := strings.TrimSpace(s)
+		if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+			var buf bytes.Buffer
+			if json.Indent(&buf, []byte(t), "", "  ") == nil {
+				return buf.String()
+			}
+		}
+		return s
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// kindLabel names an event's kind for people.
+func kindLabel(kind string) string {
+	if l, ok := map[string]string{
+		"llm":         "Model",
+		"tool":        "Tool",
+		"suspend":     "Paused",
+		"approval":    "Decision",
+		"input":       "Input",
+		"cancel":      "Cancel",
+		"settle":      "Ended",
+		"unavailable": "Tools unavailable",
+	}[kind]; ok {
+		return l
+	}
+	return kind
+}
+
+// withheld says what the privacy level left out of a content key:
+// "text: 120 bytes (not stored at this privacy level)".
+func withheld(name string, c Content) string {
+	return fmt.Sprintf("%s: %s (not stored at this privacy level)", name, plural(c.Size, "byte", "bytes"))
+}
+
+// decisionText says what a decision did: "approved 1 call", "denied 2
+// calls", "answered".
+func decisionText(d DecisionStep) string {
+	switch d.Decision {
+	case "approve":
+		return "approved " + plural(max(d.Calls, 1), "call", "calls")
+	case "deny":
+		return "denied " + plural(max(d.Calls, 1), "call", "calls")
+	case "input":
+		return "answered"
+	}
+	return d.Decision
+}
+
+// scopeText says a decision's scope as the decision form does.
+func scopeText(scope string) string {
+	switch scope {
+	case "once":
+		return "only this time"
+	case "session":
+		return "for the rest of this run"
+	}
+	return scope
+}
+
+// pauseText says what a pause waits for: "Waits for approval of
+// refund_order".
+func pauseText(p PauseStep) string {
+	names := make([]string, len(p.Calls))
+	for i, c := range p.Calls {
+		names[i] = c.Name
+	}
+	what := strings.Join(names, ", ")
+	switch {
+	case p.Kind == "input" && what != "":
+		return "Waits for input to " + what
+	case p.Kind == "input":
+		return "Waits for input"
+	case what != "":
+		return "Waits for approval of " + what
+	}
+	return "Waits for approval"
+}
+
+// eventTokens is what a model round or a whole run counted: "187 in · 23
+// out tokens", "10 rounds · 913 in · 113 out tokens"; "" for other events.
+func eventTokens(e TimelineEvent) string {
+	switch {
+	case e.Model != nil:
+		return tokens(e.Model.InputTokens, e.Model.OutputTokens)
+	case e.Settle != nil:
+		t := plural(e.Settle.Iterations, "round", "rounds")
+		if n := tokens(e.Settle.InputTokens, e.Settle.OutputTokens); n != "" {
+			t += " · " + n
+		}
+		return t
+	}
+	return ""
+}
+
+// tokens is "187 in · 23 out tokens"; "" when the round counted none.
+func tokens(in, out int) string {
+	if in == 0 && out == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d in · %d out tokens", in, out)
+}
+
+// linesText is how long a shown content is, for the summary of its
+// toggle: "1 line", "14 lines".
+func linesText(c Content) string {
+	return plural(strings.Count(strings.TrimRight(c.Text, "\n"), "\n")+1, "line", "lines")
+}
