@@ -133,7 +133,7 @@ func boolText(b bool) string {
 	return "false"
 }
 
-// statusText is a run status for people: "waiting for approval".
-func statusText(status string) string {
+// StatusText is a run status for people: "waiting for approval".
+func StatusText(status string) string {
 	return strings.ReplaceAll(status, "_", " ")
 }

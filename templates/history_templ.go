@@ -305,7 +305,7 @@ func History(p HistoryPage) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var15 string
-					templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(statusText(r.Status))
+					templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(StatusText(r.Status))
 					if templ_7745c5c3_Err != nil {
 						return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/history.templ`, Line: 49, Col: 78}
 					}

@@ -1414,7 +1414,7 @@ func settleStep(s SettleStep) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var72 string
-		templ_7745c5c3_Var72, templ_7745c5c3_Err = templ.JoinStringErrs(statusText(s.Status))
+		templ_7745c5c3_Var72, templ_7745c5c3_Err = templ.JoinStringErrs(StatusText(s.Status))
 		if templ_7745c5c3_Err != nil {
 			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/run.templ`, Line: 228, Col: 71}
 		}
@@ -1426,7 +1426,7 @@ func settleStep(s SettleStep) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if s.Reason != "" && ReasonText(s.Reason) != statusText(s.Status) {
+		if s.Reason != "" && ReasonText(s.Reason) != StatusText(s.Status) {
 			var templ_7745c5c3_Var73 string
 			templ_7745c5c3_Var73, templ_7745c5c3_Err = templ.JoinStringErrs(ReasonText(s.Reason))
 			if templ_7745c5c3_Err != nil {

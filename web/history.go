@@ -101,14 +101,14 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		Filter: templates.HistoryFilter{Status: r.URL.Query().Get("status"), Configuration: r.URL.Query().Get("configuration"),
 			Owner: r.URL.Query().Get("owner"), Mine: q.DecidedByMe}}
 	for _, st := range statuses {
-		v.Filter.Statuses = append(v.Filter.Statuses, templates.Option{Value: string(st), Label: statusWords(st)})
+		v.Filter.Statuses = append(v.Filter.Statuses, templates.Option{Value: string(st), Label: templates.StatusText(string(st))})
 	}
 	for _, c := range cfgs {
 		v.Filter.Configurations = append(v.Filter.Configurations, templates.Option{Value: c.Identifier, Label: c.Name})
 	}
 	for _, l := range page.Runs {
 		row := templates.HistoryRun{ID: l.Run.ID, Configuration: l.Configuration.Name, Status: string(l.Run.Status),
-			Reason: reasonWords(l.Run.TerminationReason), CreatedAt: l.Run.CreatedAt, UpdatedAt: l.Run.UpdatedAt, CanOpen: l.MayRead}
+			Reason: templates.ReasonText(l.Run.TerminationReason), CreatedAt: l.Run.CreatedAt, UpdatedAt: l.Run.UpdatedAt, CanOpen: l.MayRead}
 		if l.MayRead {
 			row.Owner = l.Run.OwnerName
 		}

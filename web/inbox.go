@@ -256,7 +256,7 @@ func (s *Server) renderInboxRun(w http.ResponseWriter, r *http.Request, status i
 				name = p.Configuration.Name
 			}
 			page.Decided = &templates.DecidedView{RunID: id, Configuration: name,
-				Summary: fmt.Sprintf("Run %d no longer waits for a decision; it is %s.", id, statusWords(p.Run.Status))}
+				Summary: fmt.Sprintf("Run %d no longer waits for a decision; it is %s.", id, templates.StatusText(string(p.Run.Status)))}
 			break
 		}
 		if err != nil {
@@ -308,25 +308,17 @@ func decisionVerb(kind string) string {
 func endedWords(id int64, st runtime.Status, reason string) string {
 	switch {
 	case st == runtime.StatusCompleted:
-		return fmt.Sprintf("run %d completed: %s.", id, reasonWords(reason))
+		return fmt.Sprintf("run %d completed: %s.", id, templates.ReasonText(reason))
 	case st.Waiting():
 		return fmt.Sprintf("run %d continued and waits for a decision again.", id)
 	case st == runtime.StatusFailed:
-		return fmt.Sprintf("run %d failed: %s.", id, reasonWords(reason))
+		return fmt.Sprintf("run %d failed: %s.", id, templates.ReasonText(reason))
 	case st == runtime.StatusCancelled:
 		return fmt.Sprintf("run %d was cancelled.", id)
 	case st == runtime.StatusDecided || st == runtime.StatusQueued:
 		return fmt.Sprintf("run %d was handed over to a worker while this server stops; it continues in the background.", id)
 	}
 	return fmt.Sprintf("run %d continues in the background.", id)
-}
-
-// reasonWords says a termination reason in words, as the run page does.
-func reasonWords(reason string) string { return templates.ReasonText(reason) }
-
-// statusWords says a status in words.
-func statusWords(st runtime.Status) string {
-	return strings.ReplaceAll(string(st), "_", " ")
 }
 
 // inboxSurface answers decisions made in the inbox: refusals as a 303 to
