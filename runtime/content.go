@@ -129,17 +129,23 @@ func (e *Engine) openDecision(d *DecisionRecord) error {
 	if d.Input, err = e.openJSON(d.Input); err != nil {
 		return err
 	}
+	if d.Arguments, err = e.openJSON(d.Arguments); err != nil {
+		return err
+	}
 	return nil
 }
 
-// sealDecision returns the decision as it is stored: its reason and input
-// sealed.
+// sealDecision returns the decision as it is stored: its reason, input
+// and edited arguments sealed.
 func (e *Engine) sealDecision(d DecisionRecord) (DecisionRecord, error) {
 	var err error
 	if d.Reason, err = e.sealText(d.Reason); err != nil {
 		return d, err
 	}
 	if d.Input, err = e.sealJSON(d.Input); err != nil {
+		return d, err
+	}
+	if d.Arguments, err = e.sealJSON(d.Arguments); err != nil {
 		return d, err
 	}
 	return d, nil

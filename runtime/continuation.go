@@ -65,10 +65,13 @@ type Continuation struct {
 	extra       map[string]Tool     // the configuration's tools from its ToolSource
 	unavailable []*UnavailableError // what of them the ToolSource could not bring
 	lost        atomic.Bool
+	// rewrite is the index of the first stored transcript message the
+	// next commit writes again (an edited call's message), or -1.
+	rewrite int
 }
 
 func (e *Engine) continuation(run *Run, cfg *Configuration, state State, d *DecisionRecord) *Continuation {
-	return &Continuation{e: e, run: run, cfg: cfg, state: state, decision: d}
+	return &Continuation{e: e, run: run, cfg: cfg, state: state, decision: d, rewrite: -1}
 }
 
 // RunID is the id of the claimed run.
@@ -233,6 +236,11 @@ func (c *Continuation) apply(ctx context.Context) error {
 	default:
 		p["scope"], p["reason"] = d.Scope, d.Reason
 		approved := d.Kind == DecisionApprove
+		if approved {
+			if err := c.edit(d, pending, p); err != nil {
+				return err
+			}
+		}
 		for _, call := range pending.Calls {
 			c.state.Verdicts[call.ID] = Verdict{Approved: approved, By: d.DeciderName, Reason: d.Reason}
 			if approved && d.Scope == ScopeSession {
@@ -622,6 +630,10 @@ func (c *Continuation) record(ctx context.Context, kind EventKind, round int, to
 	start := time.Now()
 	var plain, blob []byte // blob stays nil when the state is unreadable or unchanged
 	var added [][]byte
+	first := c.stored
+	if c.rewrite >= 0 && c.rewrite < first {
+		first = c.rewrite
+	}
 	if !c.unreadable {
 		var err error
 		if plain, err = json.Marshal(c.state); err != nil {
@@ -632,7 +644,7 @@ func (c *Continuation) record(ctx context.Context, kind EventKind, round int, to
 				return err
 			}
 		}
-		if added, err = c.e.encodeMessages(c.state.Messages[c.stored:]); err != nil {
+		if added, err = c.e.encodeMessages(c.state.Messages[first:]); err != nil {
 			return err
 		}
 	}
@@ -647,7 +659,7 @@ func (c *Continuation) record(ctx context.Context, kind EventKind, round int, to
 		}
 	}
 	cm := Commit{RunID: c.run.ID, ClaimedBy: c.run.ClaimedBy, Event: stored, State: blob,
-		Messages: added, FirstMessage: c.stored, Lease: c.e.lease,
+		Messages: added, FirstMessage: first, Rewrite: first < c.stored, Lease: c.e.lease,
 		Iterations: c.state.Iterations, Usage: c.state.Usage, Status: StatusRunning}
 	if edit != nil {
 		edit(&cm)
@@ -657,7 +669,7 @@ func (c *Continuation) record(ctx context.Context, kind EventKind, round int, to
 	if err != nil {
 		return err
 	}
-	c.stored, c.checkpoint = len(c.state.Messages), plain
+	c.stored, c.checkpoint, c.rewrite = len(c.state.Messages), plain, -1
 	if kind == "" {
 		return nil
 	}

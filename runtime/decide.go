@@ -25,6 +25,13 @@ type DecideRequest struct {
 	Path string
 	// Inbox marks a decision made in the inbox, which refuses process runs.
 	Inbox bool
+	// Arguments replace, by call id, the arguments of pending calls: an
+	// approval of the turn with the calls edited (see edit.go). Only with
+	// DecisionApprove.
+	Arguments map[string]json.RawMessage
+	// FormErrors are edited fields a surface could not even read, keyed
+	// as EditField keys; reported with the schema's messages.
+	FormErrors map[string]string
 }
 
 // InputRequest is a person's answer to an input turn.
@@ -43,8 +50,9 @@ type InputRequest struct {
 
 // Decide runs the decision pipeline for an approval or a denial: the checks
 // that write nothing (whether the actor may decide the run at all, then
-// its status, origin, configuration, four-eyes, state and grants), then the
-// atomic claim. It
+// its status, origin, configuration, four-eyes, state and grants, then an
+// approval's edited arguments: invalid_input naming each bad field), then
+// the atomic claim. It
 // returns a *Refusal when it will not decide, with nothing written. On the
 // request path the returned continuation must be run by the caller; on the
 // durable path it is nil and a worker carries the decision out.
@@ -61,13 +69,21 @@ func (e *Engine) Decide(ctx context.Context, req DecideRequest) (*Continuation, 
 	if utf8.RuneCountInString(req.Reason) > maxReasonRunes || !utf8.ValidString(req.Reason) {
 		return nil, refuse(CodeInvalidRequest, "the reason must be valid text of at most %d characters", maxReasonRunes)
 	}
+	if req.Decision != DecisionApprove && (len(req.Arguments) > 0 || len(req.FormErrors) > 0) {
+		return nil, refuse(CodeInvalidRequest, "arguments come only with an approval: an edited call is approved as edited")
+	}
 	p := pipeline{e: e, runID: req.RunID, digest: req.Digest, actor: req.Actor, path: req.Path,
 		inbox: req.Inbox, waitFor: StatusWaitingForApproval, approve: req.Decision == DecisionApprove}
 	if err := p.check(ctx); err != nil {
 		return nil, err
 	}
+	var edited json.RawMessage
 	if p.approve {
 		if err := p.checkGrants(); err != nil {
+			return nil, err
+		}
+		var err error
+		if edited, err = p.checkEdits(ctx, req.Arguments, req.FormErrors); err != nil {
 			return nil, err
 		}
 	}
@@ -77,7 +93,7 @@ func (e *Engine) Decide(ctx context.Context, req DecideRequest) (*Continuation, 
 			standing = append(standing, p.state.Pending.StandingName(c))
 		}
 	}
-	return p.claim(ctx, DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}, standing)
+	return p.claim(ctx, DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason, Arguments: edited}, standing)
 }
 
 // SubmitInput runs the decision pipeline for an answer to an input turn;

@@ -119,6 +119,11 @@ type DecisionRecord struct {
 	// Outcome is how the continuation that carried it out ended, once it
 	// did (waiting, completed, failed, cancelled).
 	Outcome string `db:"outcome"`
+	// Arguments are an approval's replacement arguments: a JSON object of
+	// arguments objects by call id, each validated against its call's
+	// tool; empty when nothing was edited. The turn digest still names the
+	// turn as it was offered: the edit belongs to the decision.
+	Arguments json.RawMessage `db:"arguments"`
 }
 
 // Decision kinds, scopes and paths.
@@ -167,4 +172,9 @@ type Commit struct {
 	// ended on its decisions row.
 	Outcome       string
 	OutcomeDigest string
+	// Rewrite: Messages replace the stored messages from FirstMessage on
+	// instead of following them. An approval that edited a call rewrites
+	// the model's message that made it, so that the transcript shows the
+	// call as executed.
+	Rewrite bool
 }

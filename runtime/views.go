@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 )
 
@@ -13,6 +14,11 @@ type PendingRun struct {
 	// Said is what the model wrote with the calls: run content, for those
 	// who may read the run only.
 	Said string
+	// Parameters is the arguments schema of each call's tool, by tool
+	// name, for the form that edits a call before approving it; a tool
+	// only the configuration's tool source knows has none here (the
+	// inbox asks no MCP server), and is edited as JSON.
+	Parameters map[string]json.RawMessage
 }
 
 // maxInbox bounds the continuing runs the inbox lists.
@@ -55,7 +61,8 @@ func (e *Engine) Pending(ctx context.Context, actor Actor, q WaitingQuery) (Pend
 			e.log.Warn("waiting run with an unreadable state", "run", r.ID, "err", err)
 			continue
 		}
-		page.Runs = append(page.Runs, PendingRun{Run: e.readable(r), Configuration: cfg, Turn: *state.Pending, Said: state.Said})
+		page.Runs = append(page.Runs, PendingRun{Run: e.readable(r), Configuration: cfg, Turn: *state.Pending, Said: state.Said,
+			Parameters: e.builtinParameters(cfg, state.Pending)})
 	}
 	return page, nil
 }
@@ -79,7 +86,8 @@ func (e *Engine) PendingOne(ctx context.Context, runID int64, actor Actor) (Pend
 	if err != nil || state.Pending == nil {
 		return PendingRun{}, refuse(CodeUnreadableState, "the suspended state of run %d cannot be read", runID)
 	}
-	return PendingRun{Run: e.readable(run), Configuration: cfg, Turn: *state.Pending, Said: state.Said}, nil
+	return PendingRun{Run: e.readable(run), Configuration: cfg, Turn: *state.Pending, Said: state.Said,
+		Parameters: e.builtinParameters(cfg, state.Pending)}, nil
 }
 
 // ContinuingRun is a run that continues in the background.
@@ -194,7 +202,7 @@ func (e *Engine) DecidedBy(ctx context.Context, runID int64, actor Actor) (Decid
 	shown := &Run{ID: run.ID, ConfigurationID: run.ConfigurationID, Status: run.Status,
 		TerminationReason: run.TerminationReason, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
 	if err := e.openDecision(d); err != nil {
-		d.Reason, d.Input = unreadableText, nil
+		d.Reason, d.Input, d.Arguments = unreadableText, nil, nil
 	}
 	return DecidedRun{Run: shown, Configuration: cfg, Decision: *d}, nil
 }

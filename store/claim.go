@@ -31,9 +31,9 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 			decided_at = NOW(6), waiting_since = NULL, updated_at = NOW(6)
 		WHERE id = ? AND status = ? AND turn_digest = ?`,
 		c.To, c.ClaimedBy, c.ClaimedBy, micros(c.Lease), c.RunID, c.From, c.Digest)
-	sc.add(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, decided_by, path)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`,
-		c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input), d.DecidedBy, d.Path)
+	sc.add(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, arguments, decided_by, path)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`,
+		c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input), nullJSON(d.Arguments), d.DecidedBy, d.Path)
 	// Chained on the decision's INSERT, which wrote its row only if the
 	// UPDATE won.
 	standing := make([][]any, len(c.Standing))

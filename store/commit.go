@@ -39,7 +39,7 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	// carries it keeps the UPDATE's count in @held instead: one statement
 	// more, on the rare steps only.
 	held := "ROW_COUNT() = 1"
-	if c.Executed != "" || c.Outcome != "" {
+	if c.Executed != "" || c.Outcome != "" || c.Rewrite {
 		sc.add("SET @held = ROW_COUNT()")
 		held = "@held = 1"
 	}
@@ -48,6 +48,12 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 		sc.add(`INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload)
 			SELECT ?, ?, ?, ?, ?, ? FROM DUAL WHERE `+held,
 			c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, []byte(e.Payload))
+	}
+	if c.Rewrite {
+		// The transcript is append-only but for this: the model's message
+		// whose calls an approval edited, and what follows it, are written
+		// again, in the step that applies the decision.
+		sc.add(`DELETE FROM run_messages WHERE run_id = ? AND idx >= ? AND @held = 1`, c.RunID, c.FirstMessage)
 	}
 	messages := make([][]any, len(c.Messages))
 	for i, m := range c.Messages {
