@@ -137,3 +137,8 @@ func boolText(b bool) string {
 func StatusText(status string) string {
 	return strings.ReplaceAll(status, "_", " ")
 }
+
+// editID is the id of a control of a call's edit form.
+func editID(runID int64, callID, part string) string {
+	return fmt.Sprintf("run-%d-edit-%s-%s", runID, callID, part)
+}

@@ -123,6 +123,26 @@ type Call struct {
 	// Args are the arguments as a table; Arguments the JSON, indented.
 	Args      []Arg
 	Arguments string
+	// Edit is the form that approves the turn with this call's arguments
+	// replaced; nil where the user may not approve.
+	Edit *EditForm
+}
+
+// EditForm edits one pending call's arguments and approves its turn. A
+// flat object's properties are Fields, named arguments.<call id>.<property>;
+// any other arguments are JSON text in one field, arguments.<call id>.
+type EditForm struct {
+	Fields []Field
+	// JSON is the arguments as text, when there are no Fields.
+	JSON string
+	// Error is a message about the arguments as a whole (and, for the
+	// JSON field, about each of its properties).
+	Error string
+	// Open: a refused edit of this call, shown unfolded again.
+	Open bool
+	// Others is how many other calls of the turn the form approves as
+	// they are.
+	Others int
 }
 
 // Arg is one argument of a call: a value, or an object or list of values

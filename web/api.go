@@ -288,9 +288,14 @@ type decisionBody struct {
 	Decision   string `json:"decision"`
 	Scope      string `json:"scope"`
 	Reason     string `json:"reason"`
+	// Arguments replace, by call id, the arguments of pending calls: an
+	// approval of the calls as edited (see runtime/edit.go).
+	Arguments map[string]json.RawMessage `json:"arguments"`
 }
 
-// apiDecide approves or denies a run's pending turn.
+// apiDecide approves or denies a run's pending turn, with an approval's
+// edited arguments: 422 invalid_input with a message per field
+// ("arguments.<call id>.<property>") when they do not fit the tool.
 func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
 	id, ok := s.runParam(w, r, s.at.api, ps)
 	if !ok {
@@ -302,7 +307,7 @@ func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request, ps httprouter
 		return
 	}
 	s.decide(w, r, s.at.api, id, s.approval(runtime.DecideRequest{RunID: id, Digest: body.TurnDigest,
-		Decision: body.Decision, Scope: body.Scope, Reason: body.Reason, Actor: actor}))
+		Decision: body.Decision, Scope: body.Scope, Reason: body.Reason, Arguments: body.Arguments, Actor: actor}))
 }
 
 // inputBody is the body of POST /api/runs/:id/input.

@@ -132,7 +132,13 @@ func (s *Server) inboxRun(actor runtime.Actor, p runtime.PendingRun, refused *fo
 		if t, ok := s.engine.Tool(c.Name); ok {
 			call.Description = t.Spec().Description
 		}
+		if p.Turn.Kind == runtime.TurnApproval && !run.FourEyes {
+			call.Edit = editView(c, p.Parameters[c.Name], len(p.Turn.Calls)-1, refused)
+		}
 		run.Calls = append(run.Calls, call)
+	}
+	if p.Turn.Kind == runtime.TurnApproval && refused != nil {
+		run.Error = editRefusal(p.Turn, refused)
 	}
 	if p.Turn.Kind == runtime.TurnInput {
 		var values map[string][]string
@@ -377,7 +383,7 @@ func (s *Server) decision(w http.ResponseWriter, r *http.Request, ps httprouter.
 	}
 	req := approvalForm(r, id)
 	req.Inbox = true
-	s.decide(w, r, s.at.inbox, id, s.approval(req))
+	s.decide(w, r, s.at.inbox, id, s.editedApproval(req, r.PostForm))
 }
 
 // input answers an input turn from the inbox.

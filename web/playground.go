@@ -105,7 +105,7 @@ func (s *Server) playgroundResume(w http.ResponseWriter, r *http.Request, ps htt
 	if !ok {
 		return
 	}
-	s.decide(w, r, s.at.playground, id, s.approval(approvalForm(r, id)))
+	s.decide(w, r, s.at.playground, id, s.editedApproval(approvalForm(r, id), r.PostForm))
 }
 
 // playgroundInput answers the input turn of a run with the form's fields,
