@@ -37,7 +37,8 @@ func TestInboxCardOffersAnEditFormPerCall(t *testing.T) {
 		`name="edit" value="` + id + `"`,
 		`name="arguments.` + id + `.order_id" value="` + order + `"`,
 		`name="arguments.` + id + `.amount_cents"`,
-		`name="decision" value="approve"`,
+		`data-testid="edit-approve"`,
+		`<input type="hidden" name="decision" value="approve">`,
 	} {
 		if !strings.Contains(card, want) {
 			t.Errorf("the card has no %s:\n%s", want, card)
