@@ -99,6 +99,8 @@ type DecisionStep struct {
 	Scope    string // once or session; "" for an input
 	Reason   string
 	Calls    int
+	// Edited are the ids of the calls an approval edited before they ran.
+	Edited []string
 }
 
 // SettleStep is how the run ended.
@@ -176,7 +178,7 @@ func timelineEvent(seq int, kind string, round int, duration string, at time.Tim
 		}
 	case "approval", "input":
 		e.Decision = &DecisionStep{By: p.str("by"), Decision: p.str("decision"), Scope: p.str("scope"),
-			Reason: p.str("reason"), Calls: p.integer("calls")}
+			Reason: p.str("reason"), Calls: p.integer("calls"), Edited: p.strs("edited")}
 		if kind == "input" && e.Decision.Decision == "" {
 			e.Decision.Decision = "input"
 		}
@@ -254,6 +256,18 @@ func (o object) str(key string) string {
 	default:
 		return fmt.Sprint(v)
 	}
+}
+
+// strs is a list of strings; anything else in it is left out.
+func (o object) strs(key string) []string {
+	a, _ := o[key].([]any)
+	var out []string
+	for _, v := range a {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (o object) boolean(key string) bool {
@@ -374,6 +388,12 @@ func decisionText(d DecisionStep) string {
 }
 
 // scopeText says a decision's scope as the decision form does.
+// editedText says which calls an approval edited: "with 1 call edited:
+// call_3".
+func editedText(d DecisionStep) string {
+	return "with " + plural(len(d.Edited), "call", "calls") + " edited: " + strings.Join(d.Edited, ", ")
+}
+
 func scopeText(scope string) string {
 	switch scope {
 	case "once":
