@@ -181,7 +181,7 @@ func (p *pipeline) check(ctx context.Context) error {
 	// owner and the approvers who let it expire may no longer decide it.
 	// Strangers never get this far (not_found above).
 	if g := state.Pending.Escalated; g != "" && !p.actor.Has(g) {
-		return refuse(CodeApproverNotPermitted, "run %d was escalated after nobody decided it in time: only holders of the %q grant may decide it now", run.ID, g)
+		return refuse(CodeApproverNotPermitted, "nobody decided it in time, and it was escalated: only holders of the %q grant may decide it now", g)
 	}
 	return nil
 }
