@@ -99,11 +99,17 @@ func TestEscalatedCard(t *testing.T) {
 	a := newApp(t, 0)
 	a.Configure(t, escalateYAML)
 	paused := a.start(t, "escalate", "owner", runtime.OriginInteractive)
-	stop := testrig.Work(t, a.NewEngine(runtime.Options{}), 1, 20*time.Millisecond)
+	// The server's own engine works, so its /metrics count the expiry.
+	stop := testrig.Work(t, a.Engine, 1, 20*time.Millisecond)
 	escalated := a.WaitRun(t, paused.RunID, 10*time.Second, "escalated", func(r *runtime.Run) bool {
 		return r.Status == runtime.StatusWaitingForApproval && r.TurnDigest != paused.Digest
 	})
 	stop()
+	s := a.scrapeMetrics(t)
+	if esc, deny := s.value(t, "turnstile_decision_expiries_total", "action=escalate"),
+		s.value(t, "turnstile_decision_expiries_total", "action=deny"); esc != 1 || deny != 0 {
+		t.Errorf("expiries counted: escalate %v, deny %v; want 1 and 0", esc, deny)
+	}
 
 	note := `data-testid="escalated">Escalated: only holders of the refunds grant may decide</p>`
 	approver := a.signIn(t, "approver")
