@@ -36,6 +36,8 @@ type Configuration struct {
 	ToolPolicies          map[string]ToolPolicy `json:"tool_policies,omitempty" yaml:"tool_policies"`
 	// MCPServers are external MCP servers whose tools the agent may call.
 	MCPServers []MCPServer `json:"mcp_servers,omitempty" yaml:"mcp_servers"`
+	// Deadline bounds every pause; a tool's policy may set its own.
+	Deadline `yaml:",inline"`
 }
 
 // MCPServer is an MCP server reached over streamable HTTP.
@@ -71,6 +73,9 @@ type ToolPolicy struct {
 	// Grant is what a person must hold, beyond the right to decide, to
 	// approve this tool.
 	Grant string `json:"grant,omitempty" yaml:"grant"`
+	// Deadline, when it names a decision_timeout, replaces the
+	// configuration's for turns that call this tool; see TurnDeadline.
+	Deadline `yaml:",inline"`
 }
 
 // Normalize fills defaults and checks the rules every configuration obeys.
@@ -93,6 +98,14 @@ func (c *Configuration) Normalize() error {
 	case PrivacyMetadata, PrivacyRedacted, PrivacyFull:
 	default:
 		return fmt.Errorf("configuration %s: privacy_level must be metadata, redacted or full, not %q", c.Identifier, c.PrivacyLevel)
+	}
+	if err := c.Deadline.Check(); err != nil {
+		return fmt.Errorf("configuration %s: %w", c.Identifier, err)
+	}
+	for name, p := range c.ToolPolicies {
+		if err := p.Deadline.Check(); err != nil {
+			return fmt.Errorf("configuration %s: tool_policies %s: %w", c.Identifier, name, err)
+		}
 	}
 	return nil
 }

@@ -123,6 +123,13 @@ func (c *Continuation) execute(ctx context.Context) Outcome {
 		return c.settle(ctx, StatusFailed, ReasonUnreadable, "", "the stored state cannot be read")
 	}
 	if c.decision != nil && c.state.Applied != c.decision.TurnDigest {
+		// An escalation re-offers the turn; one whose configuration no
+		// longer names a grant to escalate to is applied as the denial.
+		if d := c.decision; d.Kind == DecisionEscalate && c.state.Pending != nil {
+			if grant := c.cfg.TurnDeadline(c.state.Pending).EscalateGrant; grant != "" {
+				return c.escalate(ctx, grant)
+			}
+		}
 		if err := c.apply(ctx); err != nil {
 			return c.stopped(err)
 		}
@@ -226,6 +233,9 @@ func (c *Continuation) apply(ctx context.Context) error {
 	}
 	kind := KindApproval
 	p := payload{"by": d.DeciderName, "decision": d.Kind, "calls": len(pending.Calls)}
+	if d.Path == PathExpiry {
+		p["expired"] = true
+	}
 	switch d.Kind {
 	case DecisionInput:
 		kind = KindInput
@@ -250,6 +260,11 @@ func (c *Continuation) apply(ctx context.Context) error {
 				msg := DeniedPrefix + d.DeciderName
 				if d.Reason != "" {
 					msg += ": " + d.Reason
+				}
+				if d.Path == PathExpiry {
+					// Nobody decided: the pause expired, and the reason
+					// says so ("no decision within 24h0m0s").
+					msg = d.Reason
 				}
 				c.state.Messages = append(c.state.Messages, Message{Role: "tool", ToolCallID: call.ID,
 					ToolName: call.Name, Content: msg, IsError: true})
@@ -529,9 +544,16 @@ func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, 
 	if turn.Note != "" {
 		p["note"] = turn.Note
 	}
+	if turn.Escalated != "" {
+		p["escalated"] = turn.Escalated
+	}
 	err = c.record(ctx, KindSuspend, c.state.Iterations, 0, p, func(cm *Commit) {
 		cm.Status, cm.TurnDigest = status, digest
 		cm.PendingTools = strings.Join(turn.ToolNames(), ",")
+		cm.DecisionTimeout = c.cfg.TurnDeadline(&turn).Timeout
+		if d := c.decision; d != nil && d.Kind == DecisionEscalate {
+			cm.Executed = d.TurnDigest
+		}
 		c.outcome(cm, "waiting")
 	})
 	if errors.Is(err, ErrCancelRequested) {

@@ -193,6 +193,12 @@ func (p *pipeline) check(ctx context.Context) error {
 		return refuse(CodeUnreadableState, "the suspended state of run %d cannot be read", run.ID)
 	}
 	p.state = state
+	// An escalated turn is for the escalation grant's holders alone: the
+	// owner and the approvers who let it expire may no longer decide it.
+	// Strangers never get this far (not_found above).
+	if g := state.Pending.Escalated; g != "" && !p.actor.Has(g) {
+		return refuse(CodeApproverNotPermitted, "nobody decided it in time, and it was escalated: only holders of the %q grant may decide it now", g)
+	}
 	return nil
 }
 

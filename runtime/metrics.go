@@ -26,6 +26,9 @@ type Metrics interface {
 	// Recovered is told when a worker takes over a running run whose
 	// lease expired: its holder died.
 	Recovered()
+	// DecisionExpired is told of a pause a worker settled because its
+	// deadline passed: action is OnTimeoutDeny or OnTimeoutEscalate.
+	DecisionExpired(action string)
 }
 
 // noMetrics is the default: it measures nothing.
@@ -37,3 +40,4 @@ func (noMetrics) StepRecorded(EventKind, time.Duration, time.Duration) {}
 func (noMetrics) DecisionClaimed(string, string)                       {}
 func (noMetrics) ClaimLost(Code)                                       {}
 func (noMetrics) Recovered()                                           {}
+func (noMetrics) DecisionExpired(string)                               {}

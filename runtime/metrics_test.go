@@ -18,6 +18,13 @@ type recordingMetrics struct {
 	decisions, lost []string
 	badStep         bool
 	recovered       int
+	expired         []string
+}
+
+func (m *recordingMetrics) DecisionExpired(action string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.expired = append(m.expired, action)
 }
 
 func (m *recordingMetrics) ContinuationStarted() {

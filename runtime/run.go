@@ -81,6 +81,9 @@ type Run struct {
 	CreatedAt         time.Time  `db:"created_at"`
 	UpdatedAt         time.Time  `db:"updated_at"`
 	WaitingSince      *time.Time `db:"waiting_since"`
+	// DecisionDeadline is when the pending turn expires, on the
+	// database's clock; nil without a deadline or while not waiting.
+	DecisionDeadline *time.Time `db:"decision_deadline"`
 	// OwnerName is the owner's user name, where a list reads it.
 	OwnerName string `db:"owner_name"`
 }

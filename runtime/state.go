@@ -58,6 +58,10 @@ type PendingTurn struct {
 	// Previews say, by call id, what a call would do, in the words of its
 	// tool (see Previewer); part of what the decider saw.
 	Previews map[string]string `json:"previews,omitempty"`
+	// Escalated names the grant whose holders alone may decide the turn:
+	// it was re-offered to them when nobody decided it in time. Part of
+	// the digest, so the forms rendered before the escalation are stale.
+	Escalated string `json:"escalated,omitempty"`
 }
 
 // ToolNames are the tools the turn's calls name, each once, in order.

@@ -71,6 +71,10 @@ type Store interface {
 	ClaimDecided(ctx context.Context, claimedBy string, lease time.Duration) (*Run, error)
 	ClaimQueued(ctx context.Context, claimedBy string, lease time.Duration) (*Run, error)
 	ClaimExpired(ctx context.Context, claimedBy string, lease time.Duration) (*Run, error)
+	// ExpiredPauses lists up to limit waiting runs whose decision deadline
+	// passed, the longest expired first; none is an empty list. The
+	// caller settles each through Claim, which alone decides who wins.
+	ExpiredPauses(ctx context.Context, limit int) ([]int64, error)
 	// CancelIdle cancels a run nobody holds (queued, waiting or decided) and
 	// records the events, guarded by its status; ErrClaimLost when it moved.
 	CancelIdle(ctx context.Context, runID int64, from Status, events []Event) error
@@ -112,7 +116,7 @@ type DecisionRecord struct {
 	Scope       string          `db:"scope"`
 	Reason      string          `db:"reason"`
 	Input       json.RawMessage `db:"input"`
-	DecidedBy   int64           `db:"decided_by"`
+	DecidedBy   int64           `db:"decided_by"` // 0: nobody (an expiry)
 	DeciderName string          `db:"decider_name"`
 	DecidedAt   time.Time       `db:"decided_at"`
 	Path        string          `db:"path"` // request or durable
@@ -163,7 +167,10 @@ type Commit struct {
 	TurnDigest string
 	// PendingTools names, comma-separated, the tools of a suspension's
 	// turn, which the inbox filters by (the turn itself may be sealed).
-	PendingTools      string
+	PendingTools string
+	// DecisionTimeout, on a suspension, sets the turn's deadline that long
+	// after the commit, on the database's clock; 0 sets none.
+	DecisionTimeout   time.Duration
 	TerminationReason string
 	Answer            string
 	// Executed marks the decision of this turn as being carried out.

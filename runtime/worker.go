@@ -59,7 +59,9 @@ func (e *Engine) Work(ctx context.Context, n int, poll time.Duration) {
 	wg.Wait()
 }
 
-// claim takes the next run a worker should execute, or nil.
+// claim takes the next run a worker should execute, or nil: a decided
+// run, else an expired pause (settled by its own claim), else a queued
+// run, else a running run whose holder died.
 func (e *Engine) claim(ctx context.Context) (*Continuation, error) {
 	// A claim the database made is ours whether or not the caller still
 	// waits: a shutdown that cancelled ctx between the claim and the
@@ -68,8 +70,18 @@ func (e *Engine) claim(ctx context.Context) (*Continuation, error) {
 	// continuation runs, and a draining engine hands the run straight back.
 	ctx = context.WithoutCancel(ctx)
 	holder := holderID()
+	run, err := e.store.ClaimDecided(ctx, holder, e.lease)
+	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrClaimLost) {
+		if err != nil {
+			return nil, err
+		}
+		return e.resume(ctx, run)
+	}
+	if c, err := e.claimExpiredPause(ctx, holder); !errors.Is(err, ErrNotFound) {
+		return c, err
+	}
 	for i, next := range []func(context.Context, string, time.Duration) (*Run, error){
-		e.store.ClaimDecided, e.store.ClaimQueued, e.store.ClaimExpired,
+		e.store.ClaimQueued, e.store.ClaimExpired,
 	} {
 		run, err := next(ctx, holder, e.lease)
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrClaimLost) {
@@ -78,7 +90,7 @@ func (e *Engine) claim(ctx context.Context) (*Continuation, error) {
 		if err != nil {
 			return nil, err
 		}
-		if i == 2 {
+		if i == 1 {
 			e.metrics.Recovered()
 		}
 		return e.resume(ctx, run)

@@ -30,7 +30,8 @@ func (s *Store) CancelIdle(ctx context.Context, runID int64, from runtime.Status
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `
 		UPDATE runs SET status = 'cancelled', termination_reason = 'cancelled', claimed_by = NULL,
-			lease_expires_at = NULL, turn_digest = NULL, waiting_since = NULL, updated_at = NOW(6)
+			lease_expires_at = NULL, turn_digest = NULL, waiting_since = NULL, decision_deadline = NULL,
+			updated_at = NOW(6)
 		WHERE id = ? AND status = ?`, runID, from)
 	if err := oneRow(res, err, runtime.ErrClaimLost); err != nil {
 		return fmt.Errorf("store: cancel run %d: %w", runID, err)

@@ -28,11 +28,11 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 	sc.add("SELECT id INTO @locked FROM runs WHERE id = ? FOR UPDATE", c.RunID)
 	update := sc.add(`UPDATE runs SET status = ?, claimed_by = NULLIF(?, ''),
 			lease_expires_at = IF(? = '', NULL, NOW(6) + INTERVAL ? MICROSECOND),
-			decided_at = NOW(6), waiting_since = NULL, updated_at = NOW(6)
+			decided_at = NOW(6), waiting_since = NULL, decision_deadline = NULL, updated_at = NOW(6)
 		WHERE id = ? AND status = ? AND turn_digest = ?`,
 		c.To, c.ClaimedBy, c.ClaimedBy, micros(c.Lease), c.RunID, c.From, c.Digest)
 	sc.add(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, arguments, decided_by, path)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`,
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, 0), ? FROM DUAL WHERE ROW_COUNT() = 1`,
 		c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input), nullJSON(d.Arguments), d.DecidedBy, d.Path)
 	// Chained on the decision's INSERT, which wrote its row only if the
 	// UPDATE won.

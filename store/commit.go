@@ -102,9 +102,12 @@ func runUpdate(c runtime.Commit) (string, []any) {
 	var args []any
 	switch {
 	case c.Status.Waiting():
+		// The deadline is on the database's clock, like every lease, and
+		// counted from the very NOW(6) the run starts waiting.
 		set = `status = ?, turn = turn + 1, turn_digest = ?, pending_tools = ?, claimed_by = NULL,
-			lease_expires_at = NULL, pending_effect = NULL, waiting_since = NOW(6)`
-		args = []any{c.Status, c.TurnDigest, c.PendingTools}
+			lease_expires_at = NULL, pending_effect = NULL, waiting_since = NOW(6),
+			decision_deadline = IF(? = 0, NULL, NOW(6) + INTERVAL ? MICROSECOND)`
+		args = []any{c.Status, c.TurnDigest, c.PendingTools, micros(c.DecisionTimeout), micros(c.DecisionTimeout)}
 	case c.Status == runtime.StatusDecided || c.Status == runtime.StatusQueued:
 		// Handed back for a worker to finish (a draining server).
 		set = `status = ?, claimed_by = NULL, lease_expires_at = NULL, pending_effect = NULL,
@@ -112,7 +115,7 @@ func runUpdate(c runtime.Commit) (string, []any) {
 		args = []any{c.Status}
 	case c.Status.Terminal():
 		set = `status = ?, claimed_by = NULL, lease_expires_at = NULL, pending_effect = NULL,
-			termination_reason = NULLIF(?, ''), answer = ?`
+			decision_deadline = NULL, termination_reason = NULLIF(?, ''), answer = ?`
 		args = []any{c.Status, c.TerminationReason, []byte(c.Answer)}
 	default:
 		set = `lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND, pending_effect = NULLIF(?, '')`

@@ -24,7 +24,7 @@ func (s *Store) Decision(ctx context.Context, runID int64, digest string) (*runt
 // name from u.
 const decisionColumns = `d.run_id, d.turn_digest, d.kind, d.tools, d.scope, d.reason, COALESCE(d.input, '') AS input,
 	COALESCE(d.arguments, '') AS arguments,
-	d.decided_by, COALESCE(u.name, '') AS decider_name, d.decided_at, d.path, COALESCE(d.outcome, '') AS outcome`
+	COALESCE(d.decided_by, 0) AS decided_by, COALESCE(u.name, '') AS decider_name, d.decided_at, d.path, COALESCE(d.outcome, '') AS outcome`
 
 // LatestDecisionBy returns a user's latest decision about a run, or
 // runtime.ErrNotFound when they made none.

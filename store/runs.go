@@ -16,7 +16,8 @@ const runColumns = `r.id, r.configuration_id, r.owner_id, r.origin, r.status, r.
 	COALESCE(r.turn_digest, '') AS turn_digest, r.state, COALESCE(r.claimed_by, '') AS claimed_by,
 	r.lease_expires_at, COALESCE(r.pending_effect, '') AS pending_effect, r.cancel_requested,
 	COALESCE(r.termination_reason, '') AS termination_reason, r.prompt, COALESCE(r.answer, '') AS answer,
-	r.iterations, r.input_tokens, r.output_tokens, r.created_at, r.updated_at, r.waiting_since`
+	r.iterations, r.input_tokens, r.output_tokens, r.created_at, r.updated_at, r.waiting_since,
+	r.decision_deadline`
 
 // Run returns a run, or runtime.ErrNotFound.
 func (s *Store) Run(ctx context.Context, id int64) (*runtime.Run, error) {

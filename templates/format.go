@@ -32,6 +32,20 @@ func waited(since, now time.Time) string {
 	}
 }
 
+// expiresIn says when a turn's deadline passes, as coarsely as waited:
+// "expires in 3 h" for a deadline 2 h 59 min 59 s away, rounded to the
+// minute; a deadline that passed reads as a worker is about to act on it.
+func expiresIn(deadline, now time.Time) string {
+	d := deadline.Sub(now)
+	if d <= 0 {
+		return "expired; settled shortly"
+	}
+	if d >= time.Minute {
+		d = d.Round(time.Minute)
+	}
+	return "expires in " + waited(now, now.Add(d))
+}
+
 // renderedAt is the page's clock: the view model's Now, or the wall clock
 // when a handler left it unset.
 func renderedAt(now time.Time) time.Time {

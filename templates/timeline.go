@@ -179,6 +179,9 @@ func timelineEvent(seq int, kind string, round int, duration string, at time.Tim
 	case "approval", "input":
 		e.Decision = &DecisionStep{By: p.str("by"), Decision: p.str("decision"), Scope: p.str("scope"),
 			Reason: p.str("reason"), Calls: p.integer("calls"), Edited: p.strs("edited")}
+		if p.boolean("expired") {
+			e.Decision.By = "Nobody in time" // a worker denied the expired pause
+		}
 		if kind == "input" && e.Decision.Decision == "" {
 			e.Decision.Decision = "input"
 		}

@@ -109,6 +109,15 @@ type InboxRun struct {
 	Fields []Field
 	// Error is a message about the whole form after a refused submission.
 	Error string
+
+	// Deadline is when the turn expires (decision_timeout); zero for none.
+	Deadline time.Time
+	// EscalatedTo is the grant whose holders alone may decide the turn,
+	// which nobody decided in time; "" when it was not escalated.
+	// EscalatedAway: the user does not hold it, so the card shows the
+	// turn without its forms.
+	EscalatedTo   string
+	EscalatedAway bool
 }
 
 // Call is one pending tool call: what the decider approves.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -76,6 +77,11 @@ type approvalJSON struct {
 	// Previews say, by call id, what each call would do, in its tool's
 	// words.
 	Previews map[string]string `json:"previews,omitempty"`
+
+	// DecisionDeadline is when the turn expires (decision_timeout), or
+	// null; EscalatedTo names the grant an expired turn went on to.
+	DecisionDeadline *string `json:"decision_deadline"`
+	EscalatedTo      string  `json:"escalated_to,omitempty"`
 }
 
 // Page sizes of the API's lists.
@@ -127,6 +133,7 @@ func (s *Server) apiApprovals(w http.ResponseWriter, r *http.Request, _ httprout
 		if p.Turn.Kind == runtime.TurnInput {
 			a.Schema = p.Turn.Schema
 		}
+		a.DecisionDeadline, a.EscalatedTo = apiTime(p.Run.DecisionDeadline), p.Turn.Escalated
 		out = append(out, a)
 	}
 	var next *string
@@ -368,6 +375,18 @@ type runJSON struct {
 	OutputTokens  int    `json:"output_tokens"`
 	CreatedAt     string `json:"created_at"`
 	UpdatedAt     string `json:"updated_at"`
+
+	// DecisionDeadline is when the pending turn expires, null without one.
+	DecisionDeadline *string `json:"decision_deadline"`
+}
+
+// apiTime is a nullable time as the API writes it.
+func apiTime(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := t.UTC().Format(timeFormat)
+	return &s
 }
 
 func toRunJSON(r *runtime.Run, configuration string) runJSON {
@@ -375,6 +394,7 @@ func toRunJSON(r *runtime.Run, configuration string) runJSON {
 		Reason: r.TerminationReason, Answer: r.Answer, Iterations: r.Iterations,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
 		CreatedAt: r.CreatedAt.UTC().Format(timeFormat), UpdatedAt: r.UpdatedAt.UTC().Format(timeFormat)}
+	j.DecisionDeadline = apiTime(r.DecisionDeadline)
 	if r.Status.Waiting() {
 		// A digest names the turn that waits; once decided it names
 		// nothing anyone can act on (the OpenAPI document says so).

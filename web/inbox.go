@@ -126,6 +126,11 @@ func (s *Server) inboxRun(actor runtime.Actor, p runtime.PendingRun, refused *fo
 	if p.Run.WaitingSince != nil {
 		run.WaitingSince = *p.Run.WaitingSince
 	}
+	if p.Run.DecisionDeadline != nil {
+		run.Deadline = *p.Run.DecisionDeadline
+	}
+	run.EscalatedTo = p.Turn.Escalated
+	run.EscalatedAway = run.EscalatedTo != "" && !actor.Has(run.EscalatedTo)
 	for _, c := range p.Turn.Calls {
 		call := templates.Call{ID: c.ID, Name: c.Name, Preview: p.Turn.Previews[c.ID],
 			Args: argRows(c.Arguments), Arguments: indent(c.Arguments)}

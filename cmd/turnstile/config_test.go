@@ -158,6 +158,10 @@ func TestConfigApplyBrokenFile(t *testing.T) {
 		{"unknown tool", edit("refund_order]", "refund_everything]"), `broken.yaml:13: unknown tool "refund_everything"`},
 		{"unknown key", edit("max_iterations: 4", "max_iteration: 4"), `broken.yaml:14: unknown key "max_iteration"`},
 		{"wrong type", edit("max_iterations: 4", "max_iterations: four"), "broken.yaml:14: max_iterations must be a whole number"},
+		{"timeout under a second", edit("max_iterations: 4", "max_iterations: 4\ndecision_timeout: 500ms"),
+			"broken.yaml:15: decision_timeout must be at least 1s, not 500ms"},
+		{"escalate without a grant", edit("max_iterations: 4", "max_iterations: 4\ndecision_timeout: 1h\non_timeout: escalate"),
+			"broken.yaml:16: escalate_grant is required with on_timeout: escalate"},
 		{"new configuration, unknown tool in its script",
 			edit("identifier: helpdesk", "identifier: other", "- name: lookup_order", "- name: ask_nobody"),
 			`broken.yaml:10: unknown tool "ask_nobody"`},
@@ -202,7 +206,7 @@ func TestConfigApplyReportsEveryError(t *testing.T) {
 	path := writeFile(t, "agent.yaml", src)
 	want := path + ":2: name must be a string\n" +
 		path + ":14: max_iterations must be a whole number\n" +
-		path + `:16: unknown key "grnt" in the policy of refund_order (allowed: requires_approval, grant)`
+		path + `:16: unknown key "grnt" in the policy of refund_order (allowed: requires_approval, grant, decision_timeout, on_timeout, escalate_grant)`
 	stdout, _, err := turnstile(t, dsn, "config", "apply", path)
 	if err == nil || err.Error() != want {
 		t.Errorf("config apply error:\n%v\nwant:\n%s", err, want)

@@ -215,14 +215,14 @@ func (p *parser) stringList(e entry) (list []string, nodes []*yaml.Node, ok bool
 var topKeys = []string{
 	"identifier", "name", "active", "provider", "system_prompt", "tools",
 	"max_iterations", "require_second_approver", "privacy_level", "tool_policies",
-	"mcp_servers",
+	"mcp_servers", "decision_timeout", "on_timeout", "escalate_grant",
 }
 
 var mcpServerKeys = []string{"name", "url", "headers", "requires_approval", "meta_tool"}
 
 var providerKeys = []string{"type", "model", "base_url", "api_key_env", "script"}
 
-var policyKeys = []string{"requires_approval", "grant"}
+var policyKeys = []string{"requires_approval", "grant", "decision_timeout", "on_timeout", "escalate_grant"}
 
 // configuration reads the document; what it returns counts only when no
 // error was recorded.
@@ -276,6 +276,7 @@ func (p *parser) configuration(doc *yaml.Node) *runtime.Configuration {
 			p.fail(e.value, "max_iterations must be between 1 and %d, not 0", runtime.MaxIterationsCeiling)
 		}
 	}
+	cfg.Deadline = p.deadline(top)
 	if e, ok := top["mcp_servers"]; ok {
 		cfg.MCPServers = p.mcpServers(e)
 	}
@@ -412,6 +413,7 @@ func (p *parser) policies(e entry, cfg *runtime.Configuration, toolsKnown bool) 
 			if f, ok := fields["grant"]; ok {
 				pol.Grant, _ = p.str(f)
 			}
+			pol.Deadline = p.deadline(fields)
 		}
 		out[name] = pol
 	}

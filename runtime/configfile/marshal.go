@@ -24,6 +24,14 @@ type file struct {
 	PrivacyLevel          runtime.PrivacyLevel  `yaml:"privacy_level,omitempty"`
 	ToolPolicies          map[string]toolPolicy `yaml:"tool_policies,omitempty"`
 	MCPServers            []mcpServer           `yaml:"mcp_servers,omitempty"`
+	deadline              `yaml:",inline"`
+}
+
+// deadline is runtime.Deadline as written: each key only when given.
+type deadline struct {
+	DecisionTimeout string `yaml:"decision_timeout,omitempty"`
+	OnTimeout       string `yaml:"on_timeout,omitempty"`
+	EscalateGrant   string `yaml:"escalate_grant,omitempty"`
 }
 
 type mcpServer struct {
@@ -45,6 +53,7 @@ type provider struct {
 type toolPolicy struct {
 	RequiresApproval *bool  `yaml:"requires_approval,omitempty"`
 	Grant            string `yaml:"grant,omitempty"`
+	deadline         `yaml:",inline"`
 }
 
 // Marshal writes cfg as a configuration file that Parse reads back to an
@@ -59,6 +68,7 @@ func Marshal(cfg *runtime.Configuration) ([]byte, error) {
 		MaxIterations:         cfg.MaxIterations,
 		RequireSecondApprover: cfg.RequireSecondApprover,
 		PrivacyLevel:          cfg.PrivacyLevel,
+		deadline:              deadline(cfg.Deadline),
 		Provider: provider{
 			Type:      cfg.Provider.Type,
 			Model:     cfg.Provider.Model,
@@ -79,7 +89,7 @@ func Marshal(cfg *runtime.Configuration) ([]byte, error) {
 	if len(cfg.ToolPolicies) > 0 {
 		f.ToolPolicies = make(map[string]toolPolicy, len(cfg.ToolPolicies))
 		for name, pol := range cfg.ToolPolicies {
-			f.ToolPolicies[name] = toolPolicy(pol)
+			f.ToolPolicies[name] = toolPolicy{RequiresApproval: pol.RequiresApproval, Grant: pol.Grant, deadline: deadline(pol.Deadline)}
 		}
 	}
 	for _, srv := range cfg.MCPServers {

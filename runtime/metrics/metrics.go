@@ -57,6 +57,7 @@ type Metrics struct {
 	recoveries    prometheus.Counter
 	refusals      *prometheus.CounterVec
 	lineVec       *prometheus.CounterVec
+	expiries      *prometheus.CounterVec
 }
 
 var _ runtime.Metrics = (*Metrics)(nil)
@@ -88,7 +89,12 @@ func New(log *slog.Logger) *Metrics {
 		[]string{"surface", "code"})
 	m.lineVec = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnstile_stream_lines_total",
 		Help: "NDJSON lines written to clients, by type; type=\"keepalive\" counts the keepalives."}, []string{"type"})
-	m.reg.MustRegister(m.inFlight, m.stepVec, m.commitVec, m.decisions, m.claimsLost, m.recoveries, m.refusals, m.lineVec,
+	m.expiries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnstile_decision_expiries_total",
+		Help: "Pauses whose decision_timeout passed that this process's workers settled, by action (deny or escalate)."}, []string{"action"})
+	for _, a := range []string{runtime.OnTimeoutDeny, runtime.OnTimeoutEscalate} {
+		m.expiries.WithLabelValues(a)
+	}
+	m.reg.MustRegister(m.inFlight, m.stepVec, m.commitVec, m.decisions, m.claimsLost, m.recoveries, m.refusals, m.lineVec, m.expiries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	// The children the hot paths use exist from the start: no lookup by
@@ -168,6 +174,13 @@ func (m *Metrics) ClaimLost(reason runtime.Code) {
 func (m *Metrics) Recovered() {
 	if m != nil {
 		m.recoveries.Inc()
+	}
+}
+
+// DecisionExpired implements runtime.Metrics.
+func (m *Metrics) DecisionExpired(action string) {
+	if m != nil {
+		m.expiries.WithLabelValues(action).Inc()
 	}
 }
 

@@ -117,10 +117,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // denied reports whether a person denied one of the calls of the model's
-// last message: the engine answers such a call with a result that says so.
+// last message, or nobody decided it in time: the engine answers such a call with a result that says so.
 func denied(msgs []runtime.Message) bool {
 	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == "tool"; i-- {
-		if msgs[i].IsError && strings.HasPrefix(msgs[i].Content, runtime.DeniedPrefix) {
+		if msgs[i].IsError && (strings.HasPrefix(msgs[i].Content, runtime.DeniedPrefix) ||
+			strings.HasPrefix(msgs[i].Content, runtime.ExpiredPrefix)) {
 			return true
 		}
 	}

@@ -1,0 +1,4 @@
+package store
+
+// ExpiredPausesQuery is the sweep's query, for a test to EXPLAIN.
+const ExpiredPausesQuery = expiredPausesQuery
