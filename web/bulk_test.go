@@ -333,3 +333,60 @@ func TestInboxBulkMarkup(t *testing.T) {
 		t.Error("select=all does not check the boxes")
 	}
 }
+
+// With --max-continuations 2, a streamed bulk of 5 runs two in the
+// request; the three beyond the slots go to the durable path while a
+// worker lives, and without one each waits in the request for a slot.
+func TestBulkBeyondTheSlots(t *testing.T) {
+	for _, worker := range []bool{true, false} {
+		t.Run(fmt.Sprintf("worker=%v", worker), func(t *testing.T) {
+			a := newApp(t, 0, func(d *web.Deps) {
+				d.MaxContinuations = 2
+				if worker {
+					d.Workers = aliveWorkers{}
+				}
+			})
+			form := url.Values{"decision": {"approve"}}
+			var runs []runtime.Outcome
+			for range 5 {
+				out, _ := a.Waiting(t, "refund")
+				runs = append(runs, out)
+				form.Add("run", bulkField(out, out.Digest))
+			}
+			c := a.signIn(t, "approver")
+			res, err := c.http.Do(c.postRequest("/inbox/decisions", form, "application/x-ndjson"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := testrig.ReadAll(t, res.Body)
+			res.Body.Close()
+			inRequest, durable := 0, 0
+			for _, l := range lines {
+				if l.Type() != "settled" {
+					continue
+				}
+				if l.Value["path"] == "durable" {
+					durable++
+				} else {
+					inRequest++
+				}
+			}
+			wantIn, wantDurable := 5, 0
+			if worker {
+				wantIn, wantDurable = 2, 3
+			}
+			if inRequest != wantIn || durable != wantDurable {
+				t.Errorf("%d settled in the request, %d durable; want %d and %d", inRequest, durable, wantIn, wantDurable)
+			}
+			if worker {
+				testrig.Work(t, a.Engine, 1, 10*time.Millisecond)
+			}
+			for _, out := range runs {
+				a.WaitStatus(t, out.RunID, runtime.StatusCompleted, 20*time.Second)
+			}
+			if n := a.Count(t, `SELECT COUNT(*) FROM demo_refunds`); n != 5 {
+				t.Errorf("%d refunds, want 5", n)
+			}
+		})
+	}
+}
