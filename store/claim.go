@@ -22,29 +22,10 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 	// winner rewrites, and reports deadlocks among the racers. Every write
 	// after the UPDATE is chained on the statement before it (ROW_COUNT()),
 	// so it happens only if the UPDATE won.
+	d := c.Decision
 	var sc script
 	sc.add("START TRANSACTION")
 	sc.add("SELECT id INTO @locked FROM runs WHERE id = ? FOR UPDATE", c.RunID)
-	update := addClaim(&sc, c)
-	sc.add("COMMIT")
-	res, err := sc.run(ctx, s.db)
-	if isDuplicate(err) {
-		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
-	}
-	if err != nil {
-		return fmt.Errorf("store: claim run %d: %w", c.RunID, err)
-	}
-	if res.affected(update) != 1 {
-		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
-	}
-	return nil
-}
-
-// addClaim adds the writes of one claim to a script whose transaction
-// holds the run's row lock, and returns the guarded UPDATE, which changed
-// one row only if the claim won. ClaimMany adds many to one script.
-func addClaim(sc *script, c runtime.Claim) stmt {
-	d := c.Decision
 	update := sc.add(`UPDATE runs SET status = ?, claimed_by = NULLIF(?, ''),
 			lease_expires_at = IF(? = '', NULL, NOW(6) + INTERVAL ? MICROSECOND),
 			decided_at = NOW(6), waiting_since = NULL, updated_at = NOW(6)
@@ -60,5 +41,16 @@ func addClaim(sc *script, c runtime.Claim) stmt {
 		standing[i] = []any{c.RunID, tool, d.DecidedBy}
 	}
 	sc.guardedRows("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", "ROW_COUNT() = 1", standing)
-	return update
+	sc.add("COMMIT")
+	res, err := sc.run(ctx, s.db)
+	if isDuplicate(err) {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
+	}
+	if err != nil {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, err)
+	}
+	if res.affected(update) != 1 {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
+	}
+	return nil
 }

@@ -1,7 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"database/sql/driver"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,13 +17,14 @@ import (
 
 var _ runtime.BulkStore = (*Store)(nil)
 
-// claimChunk is how many claims one script carries: one transaction, one
-// round trip and one log flush per chunk. Chunks of one bulk go to MySQL
-// on claimLanes connections at once; they name disjoint runs, so they
-// never wait for each other's locks.
+// claimChunk is how many claims one transaction carries: four round trips
+// (begin, the locking read, the writes, the commit), a handful of
+// statements and one log flush per chunk, however many runs it holds.
+// Chunks of one bulk go to MySQL on claimLanes connections at once; they
+// name disjoint runs, so they never wait for each other's locks.
 const (
-	claimChunk = 100
-	claimLanes = 2
+	claimChunk = 125
+	claimLanes = 4
 )
 
 // RunsForDecision reads runs with their configurations in one round trip,
@@ -73,17 +77,19 @@ func (s *Store) RunsForDecision(ctx context.Context, ids []int64) (map[int64]run
 	return out, nil
 }
 
-// ClaimMany claims many runs as Claim claims one, in a few round trips: one
-// script per chunk of claimChunk runs, one transaction each. The script
-// first locks the chunk's rows through their primary key in id order (two
-// bulks, or a bulk and single claims, then queue on the same locks in the
-// same order instead of deadlocking), then runs each claim's guarded
-// UPDATE, with its decision chained on it, exactly as Claim does; each
-// UPDATE's own row count says whether that claim won. When a chunk's
-// script fails as a whole (a unique-key clash on a decision, a deadlock, a
-// Galera certification failure) it is rolled back entirely and its claims
-// are made again one at a time, so each ends exactly as Claim would end it.
-// It returns one error per claim, in order: nil for a won claim,
+// ClaimMany claims many runs as Claim claims one, in a few round trips
+// and a few statements per chunk of claimChunk runs, one transaction each:
+// a locking read of the chunk's rows through their primary key, in id
+// order (two bulks, or a bulk and single claims, then queue on the same
+// locks in the same order instead of deadlocking), which also tells which
+// runs still wait on the turn their claim names; then one UPDATE of the
+// winners, guarded once more by each run's own status and digest, one
+// INSERT of their decisions and one of their standing approvals, and the
+// commit only if the UPDATE changed exactly the winners. A chunk that
+// fails as a whole (a unique-key clash on a decision, a deadlock, a Galera
+// certification failure) is rolled back entirely and its claims are made
+// again one at a time, so each ends exactly as Claim would end it. It
+// returns one error per claim, in order: nil for a won claim,
 // runtime.ErrClaimLost for a lost one.
 func (s *Store) ClaimMany(ctx context.Context, claims []runtime.Claim) []error {
 	errs := make([]error, len(claims))
@@ -91,7 +97,7 @@ func (s *Store) ClaimMany(ctx context.Context, claims []runtime.Claim) []error {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int { return compareID(claims[a].RunID, claims[b].RunID) })
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(claims[a].RunID, claims[b].RunID) })
 	var chunks [][]int
 	for len(order) > 0 {
 		n := min(claimChunk, len(order))
@@ -103,51 +109,152 @@ func (s *Store) ClaimMany(ctx context.Context, claims []runtime.Claim) []error {
 		lanes <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-lanes }()
-			s.claimChunk(ctx, claims, chunk, errs)
+			won, err := s.claimChunk(ctx, claims, chunk)
+			if err != nil {
+				// Nothing of the chunk was written: each claim on its own
+				// says how it ends.
+				for _, i := range chunk {
+					errs[i] = s.Claim(ctx, claims[i])
+				}
+				return
+			}
+			for _, i := range chunk {
+				if !won[i] {
+					errs[i] = fmt.Errorf("store: claim run %d: %w", claims[i].RunID, runtime.ErrClaimLost)
+				}
+			}
 		})
 	}
 	wg.Wait()
 	return errs
 }
 
-func compareID(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+// errChunkMoved: a chunk's UPDATE changed other rows than its locking
+// read promised; it is rolled back and claimed one run at a time.
+var errChunkMoved = errors.New("store: a bulk claim changed other rows than it locked")
 
 // claimChunk claims the claims at the indexes of chunk (in run id order)
-// in one script and sets their errors.
-func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []int, errs []error) {
-	var sc script
-	sc.add("START TRANSACTION")
-	ids := make([]string, len(chunk))
-	args := make([]any, len(chunk))
-	for k, i := range chunk {
-		ids[k], args[k] = "?", claims[i].RunID
-	}
-	sc.add("SELECT COUNT(*) INTO @locked FROM runs WHERE id IN ("+strings.Join(ids, ", ")+") ORDER BY id FOR UPDATE", args...)
-	updates := make([]stmt, len(chunk))
-	for k, i := range chunk {
-		updates[k] = addClaim(&sc, claims[i])
-	}
-	sc.add("COMMIT")
-	res, err := sc.run(ctx, s.db)
+// in one transaction and returns which won.
+func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []int) (map[int]bool, error) {
+	conn, err := s.db.Connx(ctx)
 	if err != nil {
-		// Nothing of the chunk was written: each claim on its own says
-		// how it ends.
-		for _, i := range chunk {
-			errs[i] = s.Claim(ctx, claims[i])
-		}
-		return
+		return nil, err
 	}
+	defer conn.Close()
+	rollback := func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn }) // never reuse it
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "START TRANSACTION"); err != nil {
+		return nil, err
+	}
+	ids := make([]any, len(chunk))
 	for k, i := range chunk {
-		if res.affected(updates[k]) != 1 {
-			errs[i] = fmt.Errorf("store: claim run %d: %w", claims[i].RunID, runtime.ErrClaimLost)
+		ids[k] = claims[i].RunID
+	}
+	var rows []struct {
+		ID     int64  `db:"id"`
+		Status string `db:"status"`
+		Digest string `db:"turn_digest"`
+	}
+	err = conn.SelectContext(ctx, &rows, `SELECT id, status, COALESCE(turn_digest, '') AS turn_digest
+		FROM runs WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id FOR UPDATE`, ids...)
+	if err != nil {
+		rollback()
+		return nil, err
+	}
+	now := make(map[int64]int, len(rows))
+	for k, r := range rows {
+		now[r.ID] = k
+	}
+	won := map[int]bool{}
+	var winners []int
+	for _, i := range chunk {
+		c := claims[i]
+		if k, ok := now[c.RunID]; ok && rows[k].Status == string(c.From) && rows[k].Digest == c.Digest {
+			won[i] = true
+			winners = append(winners, i)
 		}
 	}
+	if len(winners) == 0 {
+		rollback()
+		return won, nil
+	}
+	var sc script
+	update := sc.add(claimUpdate(claims, winners))
+	sc.args = claimUpdateArgs(claims, winners)
+	var decisions, standing [][]any
+	for _, i := range winners {
+		c, d := claims[i], claims[i].Decision
+		decisions = append(decisions, []any{c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input), d.DecidedBy, d.Path})
+		for _, tool := range c.Standing {
+			standing = append(standing, []any{c.RunID, tool, d.DecidedBy})
+		}
+	}
+	// The runs are locked and were seen waiting on these turns: each
+	// decision goes in beside its run's UPDATE, which the commit below
+	// waits on.
+	inserted := sc.add(valuesInsert(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, decided_by, path)`, decisions))
+	if len(standing) > 0 {
+		sc.add(valuesInsert("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", standing))
+	}
+	for _, row := range decisions {
+		sc.args = append(sc.args, row...)
+	}
+	for _, row := range standing {
+		sc.args = append(sc.args, row...)
+	}
+	res, err := sc.exec(ctx, conn.Conn)
+	if err == nil && (res.affected(update) != int64(len(winners)) || res.affected(inserted) != int64(len(winners))) {
+		err = errChunkMoved
+	}
+	if err != nil {
+		rollback()
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		rollback()
+		return nil, err
+	}
+	return won, nil
+}
+
+// claimUpdate is one UPDATE of the runs that won their claims: each row
+// takes its own claim's values, through a derived table of the claims,
+// and is still guarded by its own status and digest.
+func claimUpdate(claims []runtime.Claim, winners []int) string {
+	var q strings.Builder
+	q.WriteString(`UPDATE runs r JOIN (`)
+	for k := range winners {
+		if k > 0 {
+			q.WriteString(" UNION ALL ")
+		}
+		q.WriteString("SELECT ? AS id, ? AS st, ? AS cb, ? AS us, ? AS fr, ? AS dg")
+	}
+	q.WriteString(`) AS c ON c.id = r.id
+		SET r.status = c.st, r.claimed_by = NULLIF(c.cb, ''),
+			r.lease_expires_at = IF(c.cb = '', NULL, NOW(6) + INTERVAL c.us MICROSECOND),
+			r.decided_at = NOW(6), r.waiting_since = NULL, r.updated_at = NOW(6)
+		WHERE r.status = c.fr AND r.turn_digest = c.dg`)
+	return q.String()
+}
+
+func claimUpdateArgs(claims []runtime.Claim, winners []int) []any {
+	args := make([]any, 0, 6*len(winners))
+	for _, i := range winners {
+		c := claims[i]
+		args = append(args, c.RunID, c.To, c.ClaimedBy, micros(c.Lease), c.From, c.Digest)
+	}
+	return args
+}
+
+// valuesInsert is an INSERT of rows as one VALUES list of placeholders.
+func valuesInsert(insert string, rows [][]any) string {
+	one := "(" + placeholders(len(rows[0])) + ")"
+	return insert + " VALUES " + strings.TrimSuffix(strings.Repeat(one+", ", len(rows)), ", ")
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }

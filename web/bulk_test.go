@@ -390,3 +390,42 @@ func TestBulkBeyondTheSlots(t *testing.T) {
 		})
 	}
 }
+
+// A bulk stream keeps alive through a silent tool, and the client leaving
+// stops none of its continuations.
+func TestBulkStreamKeepaliveAndClientGone(t *testing.T) {
+	a := newApp(t, 100*time.Millisecond)
+	x, xo := a.Waiting(t, "silent")
+	y, yo := a.Waiting(t, "silent")
+	c := a.signIn(t, "approver")
+	form := url.Values{"decision": {"approve"}, "run": {bulkField(x, x.Digest), bulkField(y, y.Digest)}}
+
+	res, err := c.http.Do(c.postRequest("/inbox/decisions", form, "application/x-ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := testrig.Read(t, res.Body, time.Now())
+	first, err := st.Line(0, 10*time.Second)
+	if err != nil || first.Type() != "claimed" {
+		t.Fatalf("first line %v, %v; want claimed", first, err)
+	}
+	for i := 1; ; i++ {
+		l, err := st.Line(i, 10*time.Second)
+		if err != nil {
+			t.Fatalf("no keepalive before the stream ended: %v", err)
+		}
+		if l.Type() == "keepalive" {
+			if len(l.Value) != 1 {
+				t.Errorf("keepalive %s says more than its type", l.Raw)
+			}
+			break
+		}
+	}
+	st.Close() // the client goes away mid-continuation
+	for _, out := range []runtime.Outcome{x, y} {
+		a.WaitStatus(t, out.RunID, runtime.StatusCompleted, 20*time.Second)
+	}
+	if a.Refunds(t, xo) != 1 || a.Refunds(t, yo) != 1 {
+		t.Errorf("refunds %d and %d, want 1 each", a.Refunds(t, xo), a.Refunds(t, yo))
+	}
+}
