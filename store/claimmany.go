@@ -222,7 +222,8 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 
 // claimUpdate is one UPDATE of the runs that won their claims: each row
 // takes its own claim's values, through a derived table of the claims,
-// and is still guarded by its own status and digest.
+// and is still guarded by its own status and digest. (One CASE per column
+// and an OR of per-run guards instead measured 30–60 % slower.)
 func claimUpdate(claims []runtime.Claim, winners []int) string {
 	var q strings.Builder
 	q.WriteString(`UPDATE runs r JOIN (`)
@@ -230,7 +231,11 @@ func claimUpdate(claims []runtime.Claim, winners []int) string {
 		if k > 0 {
 			q.WriteString(" UNION ALL ")
 		}
-		q.WriteString("SELECT ? AS id, ? AS st, ? AS cb, ? AS us, ? AS fr, ? AS dg")
+		// The guard's strings carry the columns' collation explicitly: a
+		// derived table's string column is as implicit as a table's, and
+		// MySQL 8 refuses to compare two implicit collations that differ
+		// (the connection's and utf8mb4_bin).
+		q.WriteString("SELECT ? AS id, ? AS st, ? AS cb, ? AS us, CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin AS fr, CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin AS dg")
 	}
 	q.WriteString(`) AS c ON c.id = r.id
 		SET r.status = c.st, r.claimed_by = NULLIF(c.cb, ''),

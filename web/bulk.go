@@ -266,7 +266,9 @@ func (s *Server) decideMany(w http.ResponseWriter, r *http.Request, sf *surface,
 				s.log.Error("bulk decision", "run", d.RunID, "err", d.Err)
 				code = codeInternal
 			}
-			s.metrics.Refused(sf.name, string(code))
+			if code != codeInternal {
+				s.metrics.Refused(sf.name, string(code))
+			}
 			refused = append(refused, refusedJSON{Run: d.RunID, Code: string(code), Message: refusalMessage(d.Err)})
 			continue
 		}
