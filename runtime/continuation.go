@@ -90,6 +90,12 @@ func (c *Continuation) Decided() (kind string, tools []string) {
 	return c.decision.Kind, c.state.Pending.ToolNames()
 }
 
+// Hold keeps the claimed run's lease renewed from now until Run ends, for
+// a continuation claimed now and run later (a bulk's run waiting for a
+// continuation slot): without it the lease would lapse while it waits,
+// and a worker would take the run over as if its holder had died.
+func (c *Continuation) Hold() { c.e.leases.hold(c) }
+
 // Run executes the run until it pauses or settles, telling obs of every
 // recorded step. It goes on when ctx is cancelled (a client that went away
 // must not stop a claimed run); only losing the lease or the database stops

@@ -57,43 +57,71 @@ type InputRequest struct {
 // request path the returned continuation must be run by the caller; on the
 // durable path it is nil and a worker carries the decision out.
 func (e *Engine) Decide(ctx context.Context, req DecideRequest) (*Continuation, error) {
-	if req.Decision != DecisionApprove && req.Decision != DecisionDeny {
-		return nil, refuse(CodeInvalidRequest, "decision must be approve or deny")
+	if err := validDecision(&req); err != nil {
+		return nil, err
 	}
-	if req.Scope == "" {
-		req.Scope = ScopeOnce
-	}
-	if req.Scope != ScopeOnce && req.Scope != ScopeSession {
-		return nil, refuse(CodeInvalidRequest, "scope must be once or session")
-	}
-	if utf8.RuneCountInString(req.Reason) > maxReasonRunes || !utf8.ValidString(req.Reason) {
-		return nil, refuse(CodeInvalidRequest, "the reason must be valid text of at most %d characters", maxReasonRunes)
-	}
-	if req.Decision != DecisionApprove && (len(req.Arguments) > 0 || len(req.FormErrors) > 0) {
-		return nil, refuse(CodeInvalidRequest, "arguments come only with an approval: an edited call is approved as edited")
-	}
-	p := pipeline{e: e, runID: req.RunID, digest: req.Digest, actor: req.Actor, path: req.Path,
-		inbox: req.Inbox, waitFor: StatusWaitingForApproval, approve: req.Decision == DecisionApprove}
+	p := approvalPipeline(e, req)
 	if err := p.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.checkApproval(); err != nil {
 		return nil, err
 	}
 	var edited json.RawMessage
 	if p.approve {
-		if err := p.checkGrants(); err != nil {
-			return nil, err
-		}
 		var err error
 		if edited, err = p.checkEdits(ctx, req.Arguments, req.FormErrors); err != nil {
 			return nil, err
 		}
 	}
+	return p.claim(ctx, DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason, Arguments: edited}, p.standing(req))
+}
+
+// validDecision refuses a decision that is malformed whatever the run
+// (its kind, scope or reason), and fills in the default scope.
+func validDecision(req *DecideRequest) error {
+	if req.Decision != DecisionApprove && req.Decision != DecisionDeny {
+		return refuse(CodeInvalidRequest, "decision must be approve or deny")
+	}
+	if req.Scope == "" {
+		req.Scope = ScopeOnce
+	}
+	if req.Scope != ScopeOnce && req.Scope != ScopeSession {
+		return refuse(CodeInvalidRequest, "scope must be once or session")
+	}
+	if utf8.RuneCountInString(req.Reason) > maxReasonRunes || !utf8.ValidString(req.Reason) {
+		return refuse(CodeInvalidRequest, "the reason must be valid text of at most %d characters", maxReasonRunes)
+	}
+	if req.Decision != DecisionApprove && (len(req.Arguments) > 0 || len(req.FormErrors) > 0) {
+		return refuse(CodeInvalidRequest, "arguments come only with an approval: an edited call is approved as edited")
+	}
+	return nil
+}
+
+// approvalPipeline is the pipeline of an approval or a denial.
+func approvalPipeline(e *Engine, req DecideRequest) pipeline {
+	return pipeline{e: e, runID: req.RunID, digest: req.Digest, actor: req.Actor, path: req.Path,
+		inbox: req.Inbox, waitFor: StatusWaitingForApproval, approve: req.Decision == DecisionApprove}
+}
+
+// checkApproval is the check an approval adds after check: the grants.
+func (p *pipeline) checkApproval() error {
+	if p.approve {
+		return p.checkGrants()
+	}
+	return nil
+}
+
+// standing names the tools an approval for the session approves for the
+// rest of the run.
+func (p *pipeline) standing(req DecideRequest) []string {
 	var standing []string
 	if p.approve && req.Scope == ScopeSession {
 		for _, c := range p.state.Pending.Calls {
 			standing = append(standing, p.state.Pending.StandingName(c))
 		}
 	}
-	return p.claim(ctx, DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason, Arguments: edited}, standing)
+	return standing
 }
 
 // SubmitInput runs the decision pipeline for an answer to an input turn;
@@ -158,6 +186,12 @@ type pipeline struct {
 // may only refuse someone the earlier ones let through.
 func (p *pipeline) check(ctx context.Context) error {
 	run, cfg, err := p.e.store.RunForDecision(ctx, p.runID)
+	return p.checkRun(ctx, run, cfg, err)
+}
+
+// checkRun is check on a run and configuration already read (err is the
+// read's), so that a bulk reads all of its runs at once.
+func (p *pipeline) checkRun(ctx context.Context, run *Run, cfg *Configuration, err error) error {
 	if errors.Is(err, ErrNotFound) {
 		return refuse(CodeNotFound, "no run %d", p.runID)
 	}
@@ -215,6 +249,19 @@ func (p *pipeline) checkGrants() error {
 // claim is the atomic claim: the run moves on only if it still waits on
 // the very turn the decider saw, and the decision is recorded with it.
 func (p *pipeline) claim(ctx context.Context, d DecisionRecord, standing []string) (*Continuation, error) {
+	c, d, err := p.prepare(d, standing)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.e.store.Claim(ctx, c); err != nil {
+		return nil, p.claimFailed(ctx, err)
+	}
+	return p.won(c, d), nil
+}
+
+// prepare builds the claim of this pipeline's run and the decision it
+// records (as the continuation reads it; the claim carries it sealed).
+func (p *pipeline) prepare(d DecisionRecord, standing []string) (Claim, DecisionRecord, error) {
 	d.RunID, d.TurnDigest, d.DecidedBy, d.DeciderName = p.runID, p.digest, p.actor.ID, p.actor.Name
 	d.Tools = strings.Join(p.state.Pending.ToolNames(), ",")
 	c := Claim{RunID: p.runID, From: p.waitFor, Digest: p.digest, Standing: standing}
@@ -225,29 +272,38 @@ func (p *pipeline) claim(ctx context.Context, d DecisionRecord, standing []strin
 		c.To, d.Path = StatusRunning, PathRequest
 		c.ClaimedBy, c.Lease = holderID(), p.e.lease
 	default:
-		return nil, fmt.Errorf("runtime: decide: unknown path %q", p.path)
+		return Claim{}, d, fmt.Errorf("runtime: decide: unknown path %q", p.path)
 	}
 	stored, err := p.e.sealDecision(d)
 	if err != nil {
-		return nil, err
+		return Claim{}, d, err
 	}
 	c.Decision = stored
-	if err := p.e.store.Claim(ctx, c); err != nil {
-		if errors.Is(err, ErrClaimLost) {
-			err = p.lost(ctx)
-			if code := CodeOf(err); code != "" {
-				p.e.metrics.ClaimLost(code)
-			}
+	return c, d, nil
+}
+
+// claimFailed explains a claim that did not go through: a lost one as the
+// refusal it was classified as.
+func (p *pipeline) claimFailed(ctx context.Context, err error) error {
+	if errors.Is(err, ErrClaimLost) {
+		err = p.lost(ctx)
+		if code := CodeOf(err); code != "" {
+			p.e.metrics.ClaimLost(code)
 		}
-		return nil, err
 	}
+	return err
+}
+
+// won is a claim that went through: the continuation to run in the
+// request, or nil on the durable path.
+func (p *pipeline) won(c Claim, d DecisionRecord) *Continuation {
 	p.e.metrics.DecisionClaimed(d.Path, d.Kind)
 	if c.To == StatusDecided {
-		return nil, nil
+		return nil
 	}
 	run := *p.run
 	run.Status, run.ClaimedBy = StatusRunning, c.ClaimedBy
-	return p.e.continuation(&run, p.cfg, p.state, &d), nil
+	return p.e.continuation(&run, p.cfg, p.state, &d)
 }
 
 // lost classifies a claim someone else won.

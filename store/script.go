@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"strings"
@@ -76,6 +77,18 @@ func (sc *script) run(ctx context.Context, db *sqlx.DB) (scriptResult, error) {
 		return scriptResult{}, err
 	}
 	defer conn.Close()
+	res, err := sc.exec(ctx, conn)
+	if err != nil {
+		if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rbErr != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn }) // never reuse it
+		}
+	}
+	return res, err
+}
+
+// exec sends the script on a connection the caller holds, as one packet,
+// and leaves what a failure left open to the caller.
+func (sc *script) exec(ctx context.Context, conn *sql.Conn) (scriptResult, error) {
 	named := make([]driver.NamedValue, len(sc.args))
 	for i, a := range sc.args {
 		v, err := driver.DefaultParameterConverter.ConvertValue(a)
@@ -86,7 +99,7 @@ func (sc *script) run(ctx context.Context, db *sqlx.DB) (scriptResult, error) {
 	}
 	query := sc.q.String()
 	var res mysql.Result
-	err = conn.Raw(func(dc any) error {
+	err := conn.Raw(func(dc any) error {
 		r, err := dc.(driver.ExecerContext).ExecContext(ctx, query, named)
 		if err != nil {
 			return err
@@ -95,9 +108,6 @@ func (sc *script) run(ctx context.Context, db *sqlx.DB) (scriptResult, error) {
 		return nil
 	})
 	if err != nil {
-		if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rbErr != nil {
-			conn.Raw(func(any) error { return driver.ErrBadConn }) // never reuse it
-		}
 		return scriptResult{}, err
 	}
 	return scriptResult{rows: res.AllRowsAffected(), ids: res.AllLastInsertIds()}, nil

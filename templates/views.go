@@ -57,6 +57,13 @@ type InboxPage struct {
 	Continuing []ContinuingRun
 	// Now is when the page was rendered, for "waited 3 min" labels.
 	Now time.Time
+	// Bulk: some card may be decided in a bulk (it has a checkbox), and
+	// the page has the bulk form. SelectAll: every box is checked (the
+	// page's link without JavaScript); SelectAllURL and SelectNoneURL are
+	// this page with all and none checked.
+	Bulk                        bool
+	SelectAll                   bool
+	SelectAllURL, SelectNoneURL string
 }
 
 // InboxFilter narrows the inbox to a configuration or a tool.
@@ -118,6 +125,9 @@ type InboxRun struct {
 	// turn without its forms.
 	EscalatedTo   string
 	EscalatedAway bool
+	// Selectable: the card has a checkbox of the page's bulk form;
+	// Selected: it is checked.
+	Selectable, Selected bool
 }
 
 // Call is one pending tool call: what the decider approves.

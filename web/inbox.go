@@ -77,6 +77,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	for _, p := range pending.Runs {
 		page.Runs = append(page.Runs, s.inboxRun(actor, p, nil))
 	}
+	bulkSelection(r, &page)
 	s.render(w, r, http.StatusOK, templates.Inbox(page))
 }
 

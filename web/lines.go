@@ -21,7 +21,8 @@ const (
 	lineKeepalive = "keepalive" // every stream
 )
 
-var lineTypes = []string{lineProgress, lineSettled, lineStep, lineTerminal, lineAttached, lineEvent, lineEnd, lineError, lineKeepalive}
+var lineTypes = []string{lineProgress, lineSettled, lineStep, lineTerminal, lineAttached, lineEvent, lineEnd, lineError, lineKeepalive,
+	lineClaimed, lineDone}
 
 // typeLine is a line that is its kind alone: keepalive, settled.
 type typeLine struct {

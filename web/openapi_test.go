@@ -37,6 +37,7 @@ var apiRoutes = []struct{ method, path, scope string }{
 	{http.MethodGet, "/api/runs/:id/events", runtime.ScopeRunRead},
 	{http.MethodPost, "/api/runs/:id/decisions", runtime.ScopeRunDecide},
 	{http.MethodPost, "/api/runs/:id/input", runtime.ScopeRunDecide},
+	{http.MethodPost, "/api/decisions", runtime.ScopeRunDecide},
 }
 
 // scopeConstants maps the names the router uses to scopes.

@@ -59,6 +59,7 @@ var answers = map[runtime.Code]answer{
 	runtime.CodeStaleTurn:             {http.StatusSeeOther, http.StatusConflict, "The pending action of run %[1]d changed; review it again."},
 	runtime.CodeAlreadyResuming:       {http.StatusSeeOther, http.StatusConflict, "Run %[1]d is already being resumed."},
 	runtime.CodeInvalidRequest:        {http.StatusSeeOther, http.StatusBadRequest, "Run %[1]d: %[2]s."},
+	codeInvalidBulk:                   {html: http.StatusBadRequest, api: http.StatusBadRequest},
 	codeBusy:                          {html: http.StatusServiceUnavailable, api: http.StatusServiceUnavailable},
 	codeTooLarge:                      {html: http.StatusRequestEntityTooLarge, api: http.StatusRequestEntityTooLarge},
 	codeInternal:                      {html: http.StatusInternalServerError, api: http.StatusInternalServerError},
@@ -117,6 +118,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sf *surface, id 
 		}
 		s.flash(r.Context(), flash)
 		http.Redirect(w, r, sf.back(id), http.StatusSeeOther)
+	case row.html == http.StatusBadRequest:
+		// A malformed request a person can mend: its page says how.
+		s.errorMessage(w, r, row.html, sentence(ref.Message))
 	default:
 		s.errorPage(w, r, row.html)
 	}

@@ -20,6 +20,7 @@ import (
 // Engine is what the web layer asks of the agent engine.
 type Engine interface {
 	Decide(ctx context.Context, req runtime.DecideRequest) (*runtime.Continuation, error)
+	DecideMany(ctx context.Context, reqs []runtime.DecideRequest) []runtime.Decided
 	SubmitInput(ctx context.Context, req runtime.InputRequest) (*runtime.Continuation, error)
 	Cancel(ctx context.Context, runID int64, actor runtime.Actor) (runtime.CancelResult, error)
 	Pending(ctx context.Context, actor runtime.Actor, q runtime.WaitingQuery) (runtime.PendingPage, error)
@@ -184,6 +185,7 @@ func (s *Server) Handler() http.Handler {
 	r.GET("/inbox/runs/:id", s.signedIn(s.inboxRunPage))
 	r.POST("/inbox/runs/:id/decision", s.signedIn(s.form(s.decision)))
 	r.POST("/inbox/runs/:id/input", s.signedIn(s.form(s.input)))
+	r.POST("/inbox/decisions", s.signedIn(s.form(s.inboxBulk)))
 	r.GET("/runs", s.signedIn(s.history))
 	r.GET("/runs/:id", s.signedIn(s.run))
 	r.POST("/runs/:id/cancel", s.signedIn(s.form(s.cancel)))
@@ -202,6 +204,7 @@ func (s *Server) Handler() http.Handler {
 	r.GET("/api/runs/:id/events", s.api(runtime.ScopeRunRead, s.apiEvents))
 	r.POST("/api/runs/:id/decisions", s.api(runtime.ScopeRunDecide, s.apiDecide))
 	r.POST("/api/runs/:id/input", s.api(runtime.ScopeRunDecide, s.apiInput))
+	r.POST("/api/decisions", s.api(runtime.ScopeRunDecide, s.apiBulk))
 
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") {

@@ -1,0 +1,153 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+)
+
+// MaxBulk is the most decisions one DecideMany takes.
+const MaxBulk = 500
+
+// Decided is what became of one request of a bulk: Err is its refusal
+// (or a failure), else the decision was claimed and Continuation is the
+// continuation to run in the request, nil on the durable path.
+type Decided struct {
+	RunID        int64
+	Continuation *Continuation
+	Err          error
+}
+
+// RunForDecision is a run with its configuration as a bulk reads it: Err
+// is runtime.ErrNotFound for no such run; Configuration is nil when it is
+// gone.
+type RunForDecision struct {
+	Run           *Run
+	Configuration *Configuration
+	Err           error
+}
+
+// BulkStore is what DecideMany needs of the store beyond Store: the reads
+// and the claims of many runs in few round trips. A store without it is
+// asked one run at a time.
+type BulkStore interface {
+	// RunsForDecision reads the runs and their configurations, keyed by
+	// run id; a missing run is there with ErrNotFound.
+	RunsForDecision(ctx context.Context, ids []int64) (map[int64]RunForDecision, error)
+	// ClaimMany claims each run as Claim does, guarded by its own status
+	// and digest, and returns one error per claim in order: nil when it
+	// won, ErrClaimLost when someone else did.
+	ClaimMany(ctx context.Context, claims []Claim) []error
+}
+
+// DecideMany runs the decision pipeline for each request on its own, as
+// Decide does, and returns one Decided per request, in order: a refusal
+// of one (Err a *Refusal, nothing written for it) never stops the others.
+// Each request names its own Path. The runs and their configurations are
+// read at once and the claims made in batches; a lost claim is classified
+// exactly as Decide's is. Requests must name distinct runs: a second
+// request for a run is refused with invalid_request.
+func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest) []Decided {
+	out := make([]Decided, len(reqs))
+	pipes := make([]pipeline, len(reqs))
+	ids := make([]int64, 0, len(reqs))
+	seen := make(map[int64]bool, len(reqs))
+	for i := range reqs {
+		out[i].RunID = reqs[i].RunID
+		if seen[reqs[i].RunID] {
+			out[i].Err = refuse(CodeInvalidRequest, "run %d is named twice", reqs[i].RunID)
+			continue
+		}
+		seen[reqs[i].RunID] = true
+		if err := validDecision(&reqs[i]); err != nil {
+			out[i].Err = err
+			continue
+		}
+		pipes[i] = approvalPipeline(e, reqs[i])
+		ids = append(ids, reqs[i].RunID)
+	}
+	read, err := e.runsForDecision(ctx, ids)
+	if err != nil {
+		for i := range out {
+			if out[i].Err == nil {
+				out[i].Err = err
+			}
+		}
+		return out
+	}
+
+	// The checks that write nothing, each run on its own; then one batch
+	// of claims for those that passed.
+	var claims []Claim
+	var decisions []DecisionRecord
+	var at []int // the request of each claim
+	for i, req := range reqs {
+		if out[i].Err != nil {
+			continue
+		}
+		p := &pipes[i]
+		r, ok := read[req.RunID]
+		if !ok {
+			r.Err = ErrNotFound
+		}
+		if err := p.checkRun(ctx, r.Run, r.Configuration, r.Err); err != nil {
+			out[i].Err = err
+			continue
+		}
+		if err := p.checkApproval(); err != nil {
+			out[i].Err = err
+			continue
+		}
+		c, d, err := p.prepare(DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}, p.standing(req))
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		claims, decisions, at = append(claims, c), append(decisions, d), append(at, i)
+	}
+	if len(claims) == 0 {
+		return out
+	}
+	for k, err := range e.claimMany(ctx, claims) {
+		i := at[k]
+		if err != nil {
+			out[i].Err = pipes[i].claimFailed(ctx, err)
+			continue
+		}
+		out[i].Continuation = pipes[i].won(claims[k], decisions[k])
+	}
+	return out
+}
+
+// runsForDecision reads runs through the BulkStore when the store is one,
+// else one by one.
+func (e *Engine) runsForDecision(ctx context.Context, ids []int64) (map[int64]RunForDecision, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if bs, ok := e.store.(BulkStore); ok {
+		read, err := bs.RunsForDecision(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: read %d runs for a bulk decision: %w", len(ids), err)
+		}
+		return read, nil
+	}
+	read := make(map[int64]RunForDecision, len(ids))
+	for _, id := range ids {
+		run, cfg, err := e.store.RunForDecision(ctx, id)
+		read[id] = RunForDecision{Run: run, Configuration: cfg, Err: err}
+	}
+	return read, nil
+}
+
+// claimMany claims through the BulkStore when the store is one, else one
+// by one.
+func (e *Engine) claimMany(ctx context.Context, claims []Claim) []error {
+	if bs, ok := e.store.(BulkStore); ok {
+		return bs.ClaimMany(ctx, claims)
+	}
+	errs := make([]error, len(claims))
+	for i, c := range claims {
+		errs[i] = e.store.Claim(ctx, c)
+	}
+	return errs
+}
