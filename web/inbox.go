@@ -366,6 +366,7 @@ func (s *Server) inboxSurface() *surface {
 				}
 			})
 		},
+		follow: s.inboxFollow,
 	}
 }
 
