@@ -167,38 +167,52 @@ func (s *Store) Authenticate(ctx context.Context, plain string) (*runtime.User, 
 	if !ok {
 		return nil, nil, runtime.ErrTokenInvalid
 	}
+	u, scopes, _, err := s.authenticate(ctx, hash)
+	return u, scopes, err
+}
+
+// authenticate is Authenticate by the token's hash; it also returns when
+// the token expires (after the slide, when it slid).
+func (s *Store) authenticate(ctx context.Context, hash string) (*runtime.User, []string, time.Time, error) {
 	// The lookup is by the hash, so comparing it takes no care of timing:
 	// a guess tells nothing about how close it came.
 	var r struct {
 		userRow
-		Scopes string `db:"token_scopes"`
-		Stale  bool   `db:"stale"`
+		Scopes    string    `db:"token_scopes"`
+		Stale     bool      `db:"stale"`
+		ExpiresAt time.Time `db:"token_expires_at"`
+		SlidTo    time.Time `db:"token_slid_to"`
 	}
 	err := s.db.GetContext(ctx, &r, `
-		SELECT t.scopes AS token_scopes, `+staleToken+` AS stale,
+		SELECT t.scopes AS token_scopes, `+staleToken+` AS stale, t.expires_at AS token_expires_at,
+			NOW(6) + INTERVAL t.ttl_seconds SECOND AS token_slid_to,
 			u.id, u.name, u.role, u.grants, u.password_hash, u.created_at
 		FROM api_tokens t JOIN users u ON u.id = t.user_id
 		WHERE t.token_hash = ? AND t.revoked_at IS NULL AND t.expires_at > NOW(6)`, hash)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, nil, runtime.ErrTokenInvalid
+			return nil, nil, time.Time{}, runtime.ErrTokenInvalid
 		}
-		return nil, nil, fmt.Errorf("store: authenticate: %w", err)
+		return nil, nil, time.Time{}, fmt.Errorf("store: authenticate: %w", err)
 	}
 	// Sliding the expiry is a write to the token's one row: done on every
 	// use, the concurrent requests of one integrator queue on that row's
 	// lock and each pays a commit. It is due only when it would move the
 	// expiry by more than 1% of the lifetime (at most a minute); the
 	// guard repeats the condition, so of many uses at once one writes.
+	expires := r.ExpiresAt
 	if r.Stale {
 		if _, err := s.db.ExecContext(ctx, `
 			UPDATE api_tokens t SET t.expires_at = NOW(6) + INTERVAL t.ttl_seconds SECOND, t.last_used_at = NOW(6)
 			WHERE t.token_hash = ? AND t.revoked_at IS NULL AND t.expires_at > NOW(6) AND `+staleToken, hash); err != nil {
-			return nil, nil, fmt.Errorf("store: authenticate: %w", err)
+			return nil, nil, time.Time{}, fmt.Errorf("store: authenticate: %w", err)
 		}
+		// Slid (by this use, or by a concurrent one that won the guard):
+		// it lives at least until the new expiry read with the lookup.
+		expires = r.SlidTo
 	}
 	u := r.user()
-	return &u, splitGrants(r.Scopes), nil
+	return &u, splitGrants(r.Scopes), expires, nil
 }
 
 // RevokeToken revokes a token for good; revoking a revoked token again

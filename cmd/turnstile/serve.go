@@ -22,6 +22,11 @@ import (
 // writeTimeout bounds writing a response, or one line of a stream.
 const writeTimeout = 30 * time.Second
 
+// tokenCacheTTL is how long a serving process trusts a bearer token it saw
+// valid (store.TokenCache): the longest a revoked token, a deleted user or
+// a changed grant may still act through it.
+const tokenCacheTTL = time.Second
+
 // serve migrates the database and serves HTTP until ctx ends, then shuts
 // down gracefully within --shutdown-timeout.
 func serve(ctx context.Context, args []string, e env) error {
@@ -81,7 +86,9 @@ func serve(ctx context.Context, args []string, e env) error {
 	sessions.Cookie.HttpOnly = true
 	sessions.Cookie.SameSite = http.SameSiteLaxMode
 	sessions.Cookie.Secure = *secureCookies
-	server := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Catalog: a.store,
+	// A bearer token seen valid is trusted for tokenCacheTTL without asking
+	// the database again: a revocation reaches this process within it.
+	server := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store.CachedTokens(tokenCacheTTL), Catalog: a.store,
 		Events: a.engine, Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout,
 		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store, Metrics: a.metrics,
 		TrustedProxies: proxies})
