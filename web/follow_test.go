@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/store/testrig"
@@ -239,4 +242,42 @@ func TestOpenAPIDescribesALostClaim(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestBrowserTwoPagesApproveOneCard: two people press Approve on the same
+// card in two browsers. The second page follows the first one's
+// continuation: both counters move, both pages come back to the inbox
+// with the outcome, and the refund happened once.
+func TestBrowserTwoPagesApproveOneCard(t *testing.T) {
+	a := newApp(t, 0)
+	paused, order := a.Waiting(t, "slow")
+	first, second := openTab(t, a, true), openTab(t, a, true)
+	first.signIn("approver")
+	second.signIn("admin")
+	sel := runSelector(paused.RunID)
+	approveButton := sel + ` button[name="decision"][value="approve"]`
+
+	first.do("click Approve in the first page", stepTimeout, chromedp.Click(chromedp.CSS(approveButton)))
+	get(first, "wait for the first page's first step", chromedp.Poll[bool](
+		`(() => { const el = document.querySelector('`+sel+` [data-testid="progress"]'); return !!el && Number(el.getAttribute('data-steps')) >= 1; })()`,
+		chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(stepTimeout)))
+	second.do("click Approve in the second page", stepTimeout, chromedp.Click(chromedp.CSS(approveButton)))
+	seen := get(second, "watch the second page's counter move", chromedp.PollFunction[progressSeen](watchProgress,
+		chromedp.WithPollingMutation(), chromedp.WithPollingArgs(sel), chromedp.WithPollingTimeout(stepTimeout)))
+	if !strings.Contains(seen.Text, "step") {
+		t.Errorf("the second page's progress = %q, want a step count", seen.Text)
+	}
+
+	if got, want := first.landOnInbox(sel, settleTimeout), fmt.Sprintf("You approved refund_order; run %d completed: the agent finished.", paused.RunID); got != want {
+		t.Errorf("the first page's flash = %q, want %q", got, want)
+	}
+	flash := regexp.MustCompile(fmt.Sprintf(`^Run %d was approved by approver at \d\d:\d\d:\d\d UTC; run %d completed`, paused.RunID, paused.RunID))
+	if got := second.landOnInbox(sel, settleTimeout); !flash.MatchString(got) {
+		t.Errorf("the second page's flash = %q, want one matching %s", got, flash)
+	}
+	posts := second.posts(fmt.Sprintf("/inbox/runs/%d/decision", paused.RunID))
+	if len(posts) != 1 || posts[0].status != http.StatusOK {
+		t.Errorf("the second page's decision requests = %+v, want one stream answered 200", posts)
+	}
+	wantSettled(t, a, paused.RunID, order)
 }
