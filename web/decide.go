@@ -60,7 +60,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, sf *surface, id 
 	defer release()
 	c, err := decide(r.Context(), path)
 	switch {
-	case err != nil && sf.follow != nil && s.followed(w, r, sf, id, err):
+	case err != nil && sf.follow != nil && s.followed(w, r, sf, id, err, release):
 	case err != nil:
 		s.refuse(w, r, sf, id, err)
 	case c == nil:

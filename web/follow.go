@@ -82,13 +82,16 @@ func statusWords(st runtime.Status) string {
 
 // followed answers a refusal that a streamed request may follow instead:
 // a lost claim whose winning decision is known. It reports whether it
-// answered.
-func (s *Server) followed(w http.ResponseWriter, r *http.Request, sf *surface, id int64, err error) bool {
+// answered. A follower runs no continuation, so it gives its continuation
+// slot back (release) first: followers are bounded by the server's
+// connections, not by --max-continuations.
+func (s *Server) followed(w http.ResponseWriter, r *http.Request, sf *surface, id int64, err error, release func()) bool {
 	var ref *runtime.Refusal
 	if !errors.As(err, &ref) || ref.Code != runtime.CodeAlreadyResuming || ref.Decided == nil {
 		return false
 	}
-	return sf.follow(w, r, &follower{s: s, id: id, actor: actorOf(r), sum: ref.Decided})
+	f := &follower{s: s, id: id, actor: actorOf(r), sum: ref.Decided, release: release}
+	return sf.follow(w, r, f)
 }
 
 // follower is a runner that follows the continuation someone else's
@@ -98,6 +101,9 @@ type follower struct {
 	id    int64
 	actor runtime.Actor
 	sum   *runtime.DecisionSummary
+	// release gives the request's continuation slot back, once it is
+	// certain the request follows (it may be called more than once).
+	release func()
 }
 
 func (f *follower) firstLine() followingLine {
@@ -110,6 +116,9 @@ func (f *follower) firstLine() followingLine {
 // continues elsewhere, as it does when the store stays unreadable for
 // pollGiveUp.
 func (f *follower) Run(ctx context.Context, obs runtime.Observer) runtime.Outcome {
+	if f.release != nil {
+		f.release()
+	}
 	tick := time.NewTicker(eventPoll)
 	defer tick.Stop()
 	var (

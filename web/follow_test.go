@@ -281,3 +281,44 @@ func TestBrowserTwoPagesApproveOneCard(t *testing.T) {
 	}
 	wantSettled(t, a, paused.RunID, order)
 }
+
+// TestFollowerHoldsNoSlot: a follower runs nothing, so while it follows,
+// only the winner's continuation holds one of the --max-continuations
+// slots.
+func TestFollowerHoldsNoSlot(t *testing.T) {
+	a := newApp(t, 200*time.Millisecond)
+	paused, _ := a.Waiting(t, "silent") // a 2.5 s silent tool after the approval
+	path := inboxPath(paused.RunID, "decision")
+	first, second := a.signIn(t, "approver"), a.signIn(t, "admin")
+	open := func(c *client) *testrig.Stream {
+		t.Helper()
+		res, err := c.http.Do(c.postRequest(path, approve(paused.Digest), "application/x-ndjson"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := testrig.Read(t, res.Body, time.Now())
+		t.Cleanup(s.Close)
+		return s
+	}
+	winner := open(first)
+	if l, err := winner.Line(0, 10*time.Second); err != nil || l.Type() != "progress" {
+		t.Fatalf("the winner's first line = %v, %v", l, err)
+	}
+	follower := open(second)
+	if l, err := follower.Line(0, 10*time.Second); err != nil || l.Type() != "following" {
+		t.Fatalf("the follower's first line = %v, %v", l, err)
+	}
+	used := a.scrapeMetrics(t).value(t, "turnstile_continuation_slots_used")
+	if winner.Ended() {
+		t.Skip("the winner ended before the slots were read; nothing to compare")
+	}
+	if used != 1 {
+		t.Errorf("%v continuation slots in use with one continuation and one follower, want 1", used)
+	}
+	if _, err := follower.Wait(t, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if l := follower.Lines(); l[len(l)-1].Type() != "settled" {
+		t.Errorf("the follower's last line = %v, want settled", l[len(l)-1])
+	}
+}
