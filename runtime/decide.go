@@ -326,12 +326,12 @@ func (p *pipeline) lost(ctx context.Context) error {
 func (p *pipeline) notWaiting(ctx context.Context, run *Run) error {
 	switch run.Status {
 	case StatusRunning, StatusDecided, StatusQueued:
-		return refuse(CodeAlreadyResuming, "run %d is already being resumed", run.ID)
+		return p.alreadyDecided(ctx, run, nil, "run %d is already being resumed")
 	}
 	if p.digest != "" {
-		_, err := p.e.store.Decision(ctx, run.ID, p.digest)
+		d, err := p.e.store.Decision(ctx, run.ID, p.digest)
 		if err == nil {
-			return refuse(CodeAlreadyResuming, "this turn of run %d was already decided", run.ID)
+			return p.alreadyDecided(ctx, run, d, "this turn of run %d was already decided")
 		}
 		if !errors.Is(err, ErrNotFound) {
 			return err

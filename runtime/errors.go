@@ -36,6 +36,10 @@ type Refusal struct {
 	Fields map[string]string
 	// Digest is the run's current turn digest for CodeStaleTurn.
 	Digest string
+	// Decided is, for CodeAlreadyResuming, the decision that won the turn
+	// and how the run stands now (see DecisionSummary); nil when the turn
+	// was not found decided (a run resumed on another turn).
+	Decided *DecisionSummary
 }
 
 func (r *Refusal) Error() string { return fmt.Sprintf("%s: %s", r.Code, r.Message) }

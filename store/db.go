@@ -22,7 +22,8 @@ import (
 // Store is the MySQL implementation of the engine's store and of what the
 // web layer reads.
 type Store struct {
-	db *sqlx.DB
+	db      *sqlx.DB
+	configs configCache
 }
 
 // New wraps an open database.

@@ -48,7 +48,7 @@ func (s *Store) RunForDecision(ctx context.Context, id int64) (*runtime.Run, *ru
 	if row.Active == nil {
 		return &row.Run, nil, nil
 	}
-	cfg, err := configurationRow{ID: row.ConfigurationID, Active: *row.Active, Definition: row.Definition}.configuration()
+	cfg, err := s.configs.configuration(configurationRow{ID: row.ConfigurationID, Active: *row.Active, Definition: row.Definition})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -46,6 +46,13 @@ func (s *Server) apiSurface() *surface {
 			steps, out := collectSteps(w, r, c, full)
 			s.writeJSON(w, http.StatusOK, map[string]any{"steps": steps, "outcome": outcomeLine(out, full)})
 		},
+		follow: func(w http.ResponseWriter, r *http.Request, f *follower) bool {
+			if !wantsStream(r) {
+				return false
+			}
+			s.streamSteps(w, r, f, f.sum.MayRead)
+			return true
+		},
 	}
 }
 

@@ -143,7 +143,21 @@ func TestAPIRefusals(t *testing.T) {
 	if out := body["outcome"].(map[string]any); out["type"] == nil {
 		t.Errorf("outcome = %v", out)
 	}
-	// The same turn again: it was decided.
-	a.bearer(t, "owner", "run:decide").call(t, a, http.MethodPost, runPathAPI(process.RunID, "/decisions"),
-		`{"turn_digest":"`+process.Digest+`","decision":"deny"}`, nil).wantError(t, http.StatusConflict, "already_resuming")
+	// The same turn again: it was decided, and the answer says by whom,
+	// how, and how the run stands.
+	again := a.bearer(t, "owner", "run:decide").call(t, a, http.MethodPost, runPathAPI(process.RunID, "/decisions"),
+		`{"turn_digest":"`+process.Digest+`","decision":"deny"}`, nil)
+	m := again.object(t)
+	if again.status != http.StatusConflict {
+		t.Errorf("status = %d, want 409: %s", again.status, again.body)
+	}
+	if e, _ := m["error"].(map[string]any); e["code"] != "already_resuming" {
+		t.Errorf("error = %v, want already_resuming", m["error"])
+	}
+	if d, _ := m["decision"].(map[string]any); d["by"] != "owner" || d["kind"] != "deny" || d["reason"] != "no" {
+		t.Errorf("decision = %v, want the owner's denial with its reason (the owner may read the run)", m["decision"])
+	}
+	if m["status"] != string(runtime.StatusCompleted) {
+		t.Errorf("status = %v, want completed", m["status"])
+	}
 }

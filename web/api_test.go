@@ -515,6 +515,12 @@ func TestAPIConcurrentDecisions(t *testing.T) {
 					if code := e["code"]; code != "already_resuming" && code != "stale_turn" {
 						t.Errorf("the losing decision's code = %v, want already_resuming or stale_turn: %s", code, got.body)
 					}
+					// A loser that met the winner's decision is told it.
+					if m := got.object(t); e["code"] == "already_resuming" && m["decision"] != nil {
+						if d := m["decision"].(map[string]any); d["by"] != "owner" && d["by"] != "admin" || m["status"] == nil {
+							t.Errorf("the losing decision's answer = %s, want the winner's decision and the run's status", got.body)
+						}
+					}
 				default:
 					t.Errorf("status = %d, want 200 or 409: %s", got.status, got.body)
 				}

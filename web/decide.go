@@ -38,6 +38,11 @@ type surface struct {
 	recorded func(w http.ResponseWriter, r *http.Request, id int64)
 	// run carries a claimed continuation out in the request and answers.
 	run func(w http.ResponseWriter, r *http.Request, c *runtime.Continuation)
+	// follow, when set, answers a request that would have streamed the
+	// continuation of a turn someone else won: it streams theirs (see
+	// follow.go). It reports false, having written nothing, for a request
+	// it would not stream, which is then refused as usual.
+	follow func(w http.ResponseWriter, r *http.Request, f *follower) bool
 }
 
 // ask is a decision put to the engine on a path the flow chose; it returns
@@ -55,6 +60,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, sf *surface, id 
 	defer release()
 	c, err := decide(r.Context(), path)
 	switch {
+	case err != nil && sf.follow != nil && s.followed(w, r, sf, id, err, release):
 	case err != nil:
 		s.refuse(w, r, sf, id, err)
 	case c == nil:
@@ -148,11 +154,22 @@ func (o lineObserver) OnToolStart(name string) {
 	}
 }
 
+// runner is what a stream's lines come from: a claimed continuation, whose
+// Run goes on to its end if the client leaves, or a follower of someone
+// else's (see follow.go), which stops with its client.
+type runner interface {
+	Run(ctx context.Context, obs runtime.Observer) runtime.Outcome
+}
+
 // streamRun runs a continuation inside the request as an NDJSON stream of
 // these lines. The run goes on to its end if the client leaves
-// (Continuation.Run sees to that).
-func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, l lines) {
+// (Continuation.Run sees to that). A follower's own first line (it says
+// whose decision it follows) goes before the surface's.
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, c runner, l lines) {
 	st := s.startStream(w)
+	if f, ok := c.(*follower); ok {
+		st.send(lineFollowing, f.firstLine())
+	}
 	if l.first != nil {
 		st.send(l.stepType, l.first)
 	}
@@ -168,7 +185,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, c *runtime.Co
 // step lines, keepalives, one outcome line. full says whether the viewer
 // may read the run: a decider who holds only the approve grant gets the
 // steps' kinds and timing and the outcome without the answer.
-func (s *Server) streamSteps(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, full bool) {
+func (s *Server) streamSteps(w http.ResponseWriter, r *http.Request, c runner, full bool) {
 	s.streamRun(w, r, c, lines{stepType: lineStep,
 		step: func(st runtime.Step) any { return stepLine{Type: lineStep, Seq: st.Seq, Step: toStepJSON(st, full)} },
 		keep: func() any { return typeLine{Type: lineKeepalive} },
@@ -192,7 +209,7 @@ func collectSteps(w http.ResponseWriter, r *http.Request, c *runtime.Continuatio
 // only, "settled" last (see inbox.go). To a viewer who may read the run
 // (full) the lines also say which tool is running and for how long; a
 // decider who holds the approve grant alone gets the counts only.
-func (s *Server) streamProgress(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, full bool, last func(runtime.Outcome)) {
+func (s *Server) streamProgress(w http.ResponseWriter, r *http.Request, c runner, full bool, last func(runtime.Outcome)) {
 	var (
 		mu    sync.Mutex // the keepalive timer reads what the continuation writes
 		steps int64

@@ -378,6 +378,7 @@ func (s *Server) inboxSurface() *surface {
 				}
 			})
 		},
+		follow: s.inboxFollow,
 	}
 }
 

@@ -19,10 +19,11 @@ const (
 	lineEnd       = "end"       // event stream: the last line
 	lineError     = "error"     // event stream: the store stayed unreadable
 	lineKeepalive = "keepalive" // every stream
+	lineFollowing = "following" // inbox, playground and API: a lost claim's stream follows the winner's
 )
 
 var lineTypes = []string{lineProgress, lineSettled, lineStep, lineTerminal, lineAttached, lineEvent, lineEnd, lineError, lineKeepalive,
-	lineClaimed, lineDone}
+	lineFollowing, lineClaimed, lineDone}
 
 // typeLine is a line that is its kind alone: keepalive, settled.
 type typeLine struct {

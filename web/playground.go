@@ -44,6 +44,13 @@ func (s *Server) playgroundSurface() *surface {
 		run: func(w http.ResponseWriter, r *http.Request, c *runtime.Continuation) {
 			s.playgroundRun(w, r, c, "")
 		},
+		follow: func(w http.ResponseWriter, r *http.Request, f *follower) bool {
+			if r.Form.Get("stream") != "1" {
+				return false
+			}
+			s.streamSteps(w, r, f, true) // admins only
+			return true
+		},
 	}
 }
 

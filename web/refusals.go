@@ -103,7 +103,11 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sf *surface, id 
 		if ref.Digest != "" {
 			e["turn_digest"] = ref.Digest
 		}
-		s.writeJSON(w, row.api, map[string]any{"error": e})
+		body := map[string]any{"error": e}
+		if ref.Decided != nil {
+			body["decision"], body["status"] = decidedJSON(ref.Decided), ref.Decided.Status
+		}
+		s.writeJSON(w, row.api, body)
 		return
 	}
 	switch {
@@ -115,6 +119,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sf *surface, id 
 		flash := sentence(ref.Message)
 		if row.flash != "" && id != 0 && !sf.ownWords {
 			flash = fmt.Sprintf(row.flash, id, ref.Message)
+		}
+		if ref.Decided != nil {
+			flash = decidedFlash(id, ref.Decided)
 		}
 		s.flash(r.Context(), flash)
 		http.Redirect(w, r, sf.back(id), http.StatusSeeOther)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -21,6 +22,9 @@ type refusal struct {
 	setup func(t *testing.T, c *client) (id int64, path string, form url.Values)
 	// wantFlash is the flash of a 303 to /inbox, with %d for the run id.
 	wantFlash string
+	// flashPattern, instead, is a regular expression the flash matches
+	// (with %d for the run id), for a flash that names a time.
+	flashPattern string
 	// want422Field names the field a 422 marks; want422Values are values
 	// the re-rendered form must keep.
 	want422Field  string
@@ -177,14 +181,14 @@ func TestInboxRefusals(t *testing.T) {
 				decideFirst(t, c, inboxPath(o.RunID, "decision"), approve(o.Digest))
 				return o.RunID, inboxPath(o.RunID, "decision"), approve(o.Digest)
 			},
-			wantFlash: "Run %d is already being resumed."},
+			flashPattern: `^Run %d was already approved by approver at \d\d:\d\d:\d\d UTC; it is completed\.$`},
 		{name: "already_resuming: the same answer twice", user: "owner",
 			setup: func(t *testing.T, c *client) (int64, string, url.Values) {
 				o := waiting("input")
 				decideFirst(t, c, inboxPath(o.RunID, "input"), answerForm(o.Digest))
 				return o.RunID, inboxPath(o.RunID, "input"), answerForm(o.Digest)
 			},
-			wantFlash: "Run %d is already being resumed."},
+			flashPattern: `^Run %d was already answered by owner at \d\d:\d\d:\d\d UTC; it is completed\.$`},
 		{name: "already_resuming: while another holds the run", user: "approver",
 			setup: func(t *testing.T, c *client) (int64, string, url.Values) {
 				o := waiting("refund")
@@ -195,7 +199,7 @@ func TestInboxRefusals(t *testing.T) {
 				}
 				return o.RunID, inboxPath(o.RunID, "decision"), approve(o.Digest)
 			},
-			wantFlash: "Run %d is already being resumed."},
+			flashPattern: `^Run %d was already approved by admin at \d\d:\d\d:\d\d UTC; it is running\.$`},
 		{name: "invalid_request: unknown decision", user: "approver",
 			setup: func(t *testing.T, c *client) (int64, string, url.Values) {
 				o := waiting("refund")
@@ -258,6 +262,11 @@ func TestInboxRefusals(t *testing.T) {
 				want422(t, res, body, id, tc.want422Field, tc.want422Values)
 				if got := c.flashText(); got != "" {
 					t.Errorf("flash after the 422 = %q, want none", got)
+				}
+			case tc.flashPattern != "":
+				wantRedirect(t, res, "/inbox")
+				if got, want := c.flashText(), fmt.Sprintf(tc.flashPattern, id); !regexp.MustCompile(want).MatchString(got) {
+					t.Errorf("flash = %q, want one matching %q", got, want)
 				}
 			default:
 				wantRedirect(t, res, "/inbox")

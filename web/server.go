@@ -34,6 +34,7 @@ type Engine interface {
 	Enqueue(ctx context.Context, req runtime.StartRequest) (int64, error)
 	Continuing(ctx context.Context, actor runtime.Actor) ([]runtime.ContinuingRun, error)
 	Turn(ctx context.Context, runID int64) (*runtime.PendingTurn, error)
+	Follow(ctx context.Context, runID int64, actor runtime.Actor, since time.Time, afterSeq int) (runtime.Followed, error)
 }
 
 // Catalog lists the configurations a run can be started with.

@@ -124,6 +124,12 @@
 			state.verb = msg.type === 'progress' ? 'Continuing… ' : 'Still working… ';
 			showState(progress, state);
 			return false;
+		case 'following':
+			// Someone else's decision won this turn: the counter follows
+			// their continuation.
+			state.verb = 'Following ' + (msg.decision && msg.decision.by ? msg.decision.by + '’s' : 'an earlier') + ' decision… ';
+			showState(progress, state);
+			return false;
 		case 'settled':
 		case 'error':
 			return true;

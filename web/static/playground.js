@@ -391,6 +391,8 @@
 				state.keepalives++;
 				progress(p, state);
 				break;
+			case 'following':
+				break; // someone else's decision: its steps follow
 			default:
 				state.done = true;
 				stopProgress(p);
