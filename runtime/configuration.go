@@ -36,9 +36,36 @@ type Configuration struct {
 	ToolPolicies          map[string]ToolPolicy `json:"tool_policies,omitempty" yaml:"tool_policies"`
 	// MCPServers are external MCP servers whose tools the agent may call.
 	MCPServers []MCPServer `json:"mcp_servers,omitempty" yaml:"mcp_servers"`
+	// Notify are the webhook endpoints told when a run of this
+	// configuration waits, settles, expires or escalates.
+	Notify []Notify `json:"notify,omitempty" yaml:"notify"`
 	// Deadline bounds every pause; a tool's policy may set its own.
 	Deadline `yaml:",inline"`
 }
+
+// Notify is one webhook endpoint: what it is told, how, and with which
+// secret (the name of an environment variable, never the secret itself).
+type Notify struct {
+	URL       string `json:"url" yaml:"url"`
+	SecretEnv string `json:"secret_env,omitempty" yaml:"secret_env"`
+	// Events are among NotifyEvents; empty means all of them.
+	Events []string `json:"events,omitempty" yaml:"events"`
+	// Format is NotifyStandard (default) or NotifySlack.
+	Format string `json:"format,omitempty" yaml:"format"`
+}
+
+// Notification events and formats.
+const (
+	EventRunWaiting   = "run.waiting"
+	EventRunSettled   = "run.settled"
+	EventRunExpired   = "run.expired"
+	EventRunEscalated = "run.escalated"
+	NotifyStandard    = "standard"
+	NotifySlack       = "slack"
+)
+
+// NotifyEvents are the events a notify entry may name.
+var NotifyEvents = []string{EventRunWaiting, EventRunSettled, EventRunExpired, EventRunEscalated}
 
 // MCPServer is an MCP server reached over streamable HTTP.
 type MCPServer struct {
