@@ -45,7 +45,7 @@ func TestBrowserEscalatedTurn(t *testing.T) {
 	)
 	b.wantAt("/inbox")
 	if got, want := strings.TrimSpace(get(b, "read the flash", chromedp.Text(chromedp.CSS(`[data-testid="flash"]`)))),
-		fmt.Sprintf(`You may not approve run %d: nobody decided it in time, and it was escalated: only holders of the "refunds" grant may decide it now.`, paused.RunID); got != want {
+		fmt.Sprintf(`You may not decide run %d: nobody decided it in time, and it was escalated: only holders of the "refunds" grant may decide it now.`, paused.RunID); got != want {
 		t.Errorf("flash = %q, want %q", got, want)
 	}
 	if n := get(b, "count the card's forms", chromedp.Evaluate[int](`document.querySelectorAll('`+sel+` form').length`)); n != 0 {

@@ -54,7 +54,7 @@ var answers = map[runtime.Code]answer{
 	runtime.CodeInactiveConfiguration: {http.StatusSeeOther, http.StatusConflict, "The agent of run %[1]d is switched off; it cannot continue."},
 	runtime.CodeFourEyes:              {http.StatusSeeOther, http.StatusForbidden, "Someone else has to approve run %[1]d; you may deny it."},
 	runtime.CodeUnreadableState:       {http.StatusSeeOther, http.StatusInternalServerError, "The saved state of run %[1]d cannot be read; ask an admin."},
-	runtime.CodeApproverNotPermitted:  {http.StatusSeeOther, http.StatusForbidden, "You may not approve run %[1]d: %[2]s."},
+	runtime.CodeApproverNotPermitted:  {http.StatusSeeOther, http.StatusForbidden, "You may not decide run %[1]d: %[2]s."},
 	runtime.CodeInvalidInput:          {html: http.StatusUnprocessableEntity, api: http.StatusUnprocessableEntity},
 	runtime.CodeStaleTurn:             {http.StatusSeeOther, http.StatusConflict, "The pending action of run %[1]d changed; review it again."},
 	runtime.CodeAlreadyResuming:       {http.StatusSeeOther, http.StatusConflict, "Run %[1]d is already being resumed."},

@@ -126,7 +126,7 @@ func TestInboxRefusals(t *testing.T) {
 				o := waiting("granted")
 				return o.RunID, inboxPath(o.RunID, "decision"), approve(o.Digest)
 			},
-			wantFlash: `You may not approve run %d: approving refund_order takes the "refunds" grant.`},
+			wantFlash: `You may not decide run %d: approving refund_order takes the "refunds" grant.`},
 		{name: "invalid_input: below the minimum", user: "approver",
 			setup: func(t *testing.T, c *client) (int64, string, url.Values) {
 				o := waiting("input")
