@@ -7,6 +7,10 @@ import (
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
+// claimTries bounds how often a claim that met a deadlock or a lock wait
+// timeout is made again.
+const claimTries = 3
+
 // Claim moves a waiting run on and records its decision in one
 // transaction. The turn digest is part of the guard, so a form rendered for
 // an earlier turn can never claim a later one; the decisions table's unique
@@ -43,6 +47,12 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 	sc.guardedRows("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", "ROW_COUNT() = 1", standing)
 	sc.add("COMMIT")
 	res, err := sc.run(ctx, s.db)
+	// A claim that lost a lock race was rolled back whole: tried again, it
+	// wins, or its guard sees what the winner did and says the claim is
+	// lost, which the pipeline classifies. Never a 500 for a racer.
+	for try := 1; isContention(err) && try < claimTries; try++ {
+		res, err = sc.run(ctx, s.db)
+	}
 	if isDuplicate(err) {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
 	}

@@ -116,6 +116,14 @@ func isDuplicate(err error) bool {
 	return errors.As(err, &me) && me.Number == 1062
 }
 
+// isContention reports a transaction that lost to another on a lock: a
+// deadlock (1213; also how Galera reports a lost certification race) or a
+// lock wait timeout (1205). Nothing of it was kept; it may be tried again.
+func isContention(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+}
+
 // oneRow turns an UPDATE's result into nil when it changed exactly one row
 // and into lost when it changed none: the guard said no.
 func oneRow(res interface{ RowsAffected() (int64, error) }, err error, lost error) error {
