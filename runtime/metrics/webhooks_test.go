@@ -19,7 +19,9 @@ type outbox struct {
 	err error
 }
 
-func (o *outbox) OldestPendingAge(context.Context) (time.Duration, bool, error) { return o.age, o.ok, o.err }
+func (o *outbox) OldestPendingAge(context.Context) (time.Duration, bool, error) {
+	return o.age, o.ok, o.err
+}
 
 func scrape(t *testing.T, m *metrics.Metrics) string {
 	t.Helper()
