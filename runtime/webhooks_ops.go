@@ -42,7 +42,26 @@ type DeliveryInfo struct {
 
 // ErrDeliveryNotFailed: only a failed delivery may be retried by hand; a
 // pending one is retried by the workers already, a delivered one arrived.
+// The error that says so is a *DeliveryNotFailedError.
 var ErrDeliveryNotFailed = errors.New("delivery is not failed")
+
+// DeliveryNotFailedError is a retry of a delivery that is not failed: it
+// names the delivery and its status, and is ErrDeliveryNotFailed.
+type DeliveryNotFailedError struct {
+	ID     int64
+	Status string
+}
+
+func (e *DeliveryNotFailedError) Error() string {
+	why := "the workers retry it themselves"
+	if e.Status == DeliveryDelivered {
+		why = "it arrived"
+	}
+	return fmt.Sprintf("delivery %d is %s, not failed; only a failed delivery is retried by hand (%s)", e.ID, e.Status, why)
+}
+
+// Is makes errors.Is(err, ErrDeliveryNotFailed) true.
+func (e *DeliveryNotFailedError) Is(target error) bool { return target == ErrDeliveryNotFailed }
 
 // envNamePattern is what an environment variable's name may be. A value
 // outside it in secret_env is most likely the secret itself, pasted where

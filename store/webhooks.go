@@ -44,8 +44,9 @@ func (s *Store) ListDeliveries(ctx context.Context, failedOnly bool, limit int) 
 // RetryDelivery gives a failed delivery to the workers again: pending,
 // due now, its attempts and last error kept (the listing shows its
 // history until the next attempt). runtime.ErrNotFound for no such
-// delivery; runtime.ErrDeliveryNotFailed, naming its status, for one that
-// is pending or delivered. Nothing is written then.
+// delivery; a *runtime.DeliveryNotFailedError (errors.Is
+// runtime.ErrDeliveryNotFailed), naming its status, for one that is
+// pending or delivered. Nothing is written then.
 func (s *Store) RetryDelivery(ctx context.Context, id int64) error {
 	// The guard on status makes a retry racing a second one, or a worker,
 	// harmless: one UPDATE wins, the other finds the row pending.
@@ -62,7 +63,7 @@ func (s *Store) RetryDelivery(ctx context.Context, id int64) error {
 	if err != nil {
 		return notFound(fmt.Sprintf("retry delivery %d", id), err)
 	}
-	return fmt.Errorf("store: retry delivery %d: it is %s: %w", id, status, runtime.ErrDeliveryNotFailed)
+	return fmt.Errorf("store: retry delivery %d: %w", id, &runtime.DeliveryNotFailedError{ID: id, Status: status})
 }
 
 // errRetryLost: RetryDelivery's guard said no; it reads why.

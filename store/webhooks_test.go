@@ -121,9 +121,9 @@ func TestListAndRetryDeliveries(t *testing.T) {
 		want error
 		says string
 	}{
-		{failed, runtime.ErrDeliveryNotFailed, "it is pending"},
-		{pending, runtime.ErrDeliveryNotFailed, "it is pending"},
-		{delivered, runtime.ErrDeliveryNotFailed, "it is delivered"},
+		{failed, runtime.ErrDeliveryNotFailed, fmt.Sprintf("delivery %d is pending, not failed", failed)},
+		{pending, runtime.ErrDeliveryNotFailed, fmt.Sprintf("delivery %d is pending, not failed", pending)},
+		{delivered, runtime.ErrDeliveryNotFailed, fmt.Sprintf("delivery %d is delivered, not failed", delivered)},
 		{9999, runtime.ErrNotFound, "retry delivery 9999"},
 	} {
 		err := st.RetryDelivery(ctx, tc.id)
