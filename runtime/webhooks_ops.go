@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -38,6 +39,18 @@ type DeliveryInfo struct {
 	LastError   string     `db:"last_error"`
 	CreatedAt   time.Time  `db:"created_at"`
 	DeliveredAt *time.Time `db:"delivered_at"`
+}
+
+// LastAnswer is how the last attempt ended, for people: "503", "503:
+// upstream down", "timeout after 10s"; "" before the first attempt.
+func (d DeliveryInfo) LastAnswer() string {
+	switch {
+	case d.LastStatus != 0 && d.LastError != "":
+		return strconv.Itoa(d.LastStatus) + ": " + d.LastError
+	case d.LastStatus != 0:
+		return strconv.Itoa(d.LastStatus)
+	}
+	return d.LastError
 }
 
 // ErrDeliveryNotFailed: only a failed delivery may be retried by hand; a

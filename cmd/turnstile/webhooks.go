@@ -103,20 +103,13 @@ func listDeliveries(out io.Writer, ds []runtime.DeliveryInfo) error {
 	return tw.Flush()
 }
 
-// lastAnswer is how the last attempt ended: its status and error, "-"
-// before the first.
+// lastAnswer is how the last attempt ended, in a cell; "-" before the
+// first.
 func lastAnswer(d runtime.DeliveryInfo) string {
-	var parts []string
-	if d.LastStatus != 0 {
-		parts = append(parts, strconv.Itoa(d.LastStatus))
+	if a := d.LastAnswer(); a != "" {
+		return oneLine(a, 60)
 	}
-	if d.LastError != "" {
-		parts = append(parts, oneLine(d.LastError, 60))
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, " ")
+	return "-"
 }
 
 // oneLine makes s fit a table cell: control characters (a receiver's

@@ -53,7 +53,7 @@ func TestWebhooksCommands(t *testing.T) {
 	}
 	for i, want := range []string{
 		fmt.Sprintf(`^%d\s+msg_pending\s+8\s+run.waiting\s+https://hooks.example.com/t\s+pending\s+2\s+dial tcp 10.0.0.9:443: connection refused\s+2026-12-01 10:00:00Z$`, pending),
-		fmt.Sprintf(`^%d\s+msg_failed\s+7\s+run.waiting\s+https://hooks.example.com/t\s+failed\s+17\s+502 502 Bad Gateway: <html> upstream down</html>\s+-$`, failed),
+		fmt.Sprintf(`^%d\s+msg_failed\s+7\s+run.waiting\s+https://hooks.example.com/t\s+failed\s+17\s+502: 502 Bad Gateway: <html> upstream down</html>\s+-$`, failed),
 		fmt.Sprintf(`^%d\s+msg_delivered\s+7\s+run.waiting\s+https://hooks.example.com/t\s+delivered\s+1\s+204\s+-$`, delivered),
 	} {
 		if !regexp.MustCompile(want).MatchString(lines[i+1]) {
