@@ -11,27 +11,21 @@ import (
 	"time"
 )
 
-// Delivery statuses of the outbox (webhook_deliveries.status).
-const (
-	DeliveryPending   = "pending"
-	DeliveryDelivered = "delivered"
-	DeliveryFailed    = "failed"
-)
-
 // DeliveryInfo is one outbox row as operators see it: where it goes, how
 // far it got. It carries neither the body (run content at privacy level
 // full) nor anything of the secret.
 type DeliveryInfo struct {
-	ID              int64     `db:"id"`
-	WebhookID       string    `db:"webhook_id"`
-	RunID           int64     `db:"run_id"`
-	ConfigurationID int64     `db:"configuration_id"`
-	Event           string    `db:"event"`
-	URL             string    `db:"url"`
-	Format          string    `db:"format"`
-	Status          string    `db:"status"`
-	Attempts        int       `db:"attempts"`
-	NextAttemptAt   time.Time `db:"next_attempt_at"`
+	ID              int64  `db:"id"`
+	WebhookID       string `db:"webhook_id"`
+	RunID           int64  `db:"run_id"`
+	ConfigurationID int64  `db:"configuration_id"`
+	Event           string `db:"event"`
+	URL             string `db:"url"`
+	Format          string `db:"format"`
+	// Status is webhook_deliveries.status: pending, delivered or failed.
+	Status        string    `db:"status"`
+	Attempts      int       `db:"attempts"`
+	NextAttemptAt time.Time `db:"next_attempt_at"`
 	// LastStatus is the HTTP status of the last attempt; 0 when none
 	// answered (a timeout, a refused connection) or none was made.
 	LastStatus int `db:"last_status"`
@@ -40,6 +34,9 @@ type DeliveryInfo struct {
 	CreatedAt   time.Time  `db:"created_at"`
 	DeliveredAt *time.Time `db:"delivered_at"`
 }
+
+// Pending reports whether the workers still try the delivery.
+func (d DeliveryInfo) Pending() bool { return d.Status == "pending" }
 
 // LastAnswer is how the last attempt ended, for people: "503", "503:
 // upstream down", "timeout after 10s"; "" before the first attempt.
@@ -67,7 +64,7 @@ type DeliveryNotFailedError struct {
 
 func (e *DeliveryNotFailedError) Error() string {
 	why := "the workers retry it themselves"
-	if e.Status == DeliveryDelivered {
+	if e.Status == "delivered" {
 		why = "it arrived"
 	}
 	return fmt.Sprintf("delivery %d is %s, not failed; only a failed delivery is retried by hand (%s)", e.ID, e.Status, why)

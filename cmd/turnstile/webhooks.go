@@ -94,7 +94,7 @@ func listDeliveries(out io.Writer, ds []runtime.DeliveryInfo) error {
 	fmt.Fprintln(tw, "ID\tWEBHOOK ID\tRUN\tEVENT\tURL\tSTATUS\tATTEMPTS\tLAST\tNEXT ATTEMPT")
 	for _, d := range ds {
 		next := "-"
-		if d.Status == runtime.DeliveryPending {
+		if d.Pending() {
 			next = when(&d.NextAttemptAt)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.WebhookID, d.RunID, d.Event, oneLine(d.URL, 80),

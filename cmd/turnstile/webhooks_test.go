@@ -10,7 +10,6 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/store"
 	"github.com/turnstile-dev/turnstile/store/dbtest"
 )
@@ -110,7 +109,7 @@ func TestWebhooksCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range ds {
-		if d.ID == failed && (d.Status != runtime.DeliveryPending || d.Attempts != 17 || d.WebhookID != "msg_failed") {
+		if d.ID == failed && (!d.Pending() || d.Attempts != 17 || d.WebhookID != "msg_failed") {
 			t.Errorf("after the retry: %+v; want pending, 17 attempts, the same webhook id", d)
 		}
 	}
