@@ -134,7 +134,7 @@ func (c *Configuration) Normalize() error {
 			return fmt.Errorf("configuration %s: tool_policies %s: %w", c.Identifier, name, err)
 		}
 	}
-	return nil
+	return c.checkNotify()
 }
 
 // NeedsApproval reports whether a call of the tool waits for a person.

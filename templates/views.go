@@ -216,6 +216,9 @@ type RunPage struct {
 	Page
 	Run    RunSummary
 	Events []Event
+	// FailedDeliveries are the run's notifications the workers gave up
+	// on; only admins are shown any.
+	FailedDeliveries []FailedDelivery
 }
 
 // RunSummary describes a run at the top of its page.

@@ -44,6 +44,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 		sum.Owner = owner.Name
 	}
 	page := templates.RunPage{Page: s.pageFor(r, fmt.Sprintf("Run %d", run.ID)), Run: sum}
+	if page.FailedDeliveries, err = s.failedDeliveries(r, run.ID); err != nil {
+		s.refuse(w, r, s.at.page, id, err)
+		return
+	}
 	for _, e := range d.Events {
 		page.Events = append(page.Events, templates.Event{Seq: e.Seq, Kind: string(e.Kind), Round: e.Round,
 			Duration: stepDuration(e), At: e.CreatedAt, Payload: indent(e.Payload)})

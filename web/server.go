@@ -110,6 +110,9 @@ type Deps struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// (--trusted-proxies), for counting failed sign-ins per address.
 	TrustedProxies []netip.Prefix
+	// Webhooks shows admins a run's failed notifications on its page;
+	// nil shows none.
+	Webhooks Webhooks
 }
 
 // DefaultKeepalive is the default --keepalive.
@@ -135,6 +138,7 @@ type Server struct {
 	guard *loginGuard
 	// trustedProxies: see Deps.TrustedProxies.
 	trustedProxies []netip.Prefix
+	webhooks       Webhooks
 }
 
 // New returns a server.
@@ -142,7 +146,7 @@ func New(d Deps) *Server {
 	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, catalog: d.Catalog, events: d.Events, sessions: d.Sessions,
 		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout,
 		admission: newAdmission(d.DecisionPath, d.MaxContinuations, d.Workers), metrics: d.Metrics,
-		guard: newLoginGuard(), trustedProxies: d.TrustedProxies}
+		guard: newLoginGuard(), trustedProxies: d.TrustedProxies, webhooks: d.Webhooks}
 	if s.keepalive <= 0 {
 		s.keepalive = DefaultKeepalive
 	}

@@ -103,8 +103,8 @@ func readConfigFile(name string, stdin io.Reader) ([]byte, error) {
 // errors writes nothing and gets them all, as configfile.Parse returns
 // them: one "file:line: message" a line, in the file's order. It prints
 // what it did, created, updated or unchanged, and then warns on standard
-// error about each MCP server a run could not reach now (see warnMCP),
-// which refuses nothing.
+// error about each MCP server a run could not reach now (see warnMCP) and
+// each notify entry whose secret_env is unset here, which refuse nothing.
 func applyConfig(ctx context.Context, a *app, name string, data []byte, e env) error {
 	if name == "-" {
 		name = "<stdin>"
@@ -117,6 +117,9 @@ func applyConfig(ctx context.Context, a *app, name string, data []byte, e env) e
 		return err
 	}
 	warnMCP(ctx, name, data, cfg, e.getenv, e.stderr)
+	for _, w := range configfile.NotifyWarnings(name, data, cfg, e.getenv) {
+		fmt.Fprintln(e.stderr, w)
+	}
 	return nil
 }
 

@@ -1,5 +1,6 @@
 // Command turnstile is the Turnstile server and its administration
-// commands: serve, work, migrate, user, token, config, demo and version.
+// commands: serve, work, migrate, user, token, config, webhooks, demo and
+// version.
 package main
 
 import (
@@ -54,15 +55,17 @@ Commands:
   config    manage agent configurations as YAML files (config apply FILE.yaml
             creates or updates one; config list; config export IDENTIFIER
             prints one in the format apply reads)
+  webhooks  list the webhook deliveries (webhooks list [--failed]) or send a
+            failed one again (webhooks retry --id N)
   demo      demo reset: delete the demo's runs and refunds and start its
             waiting runs again, to replay the tour (users keep their passwords)
   version   print the version, the VCS revision and the Go version
 
 Run "turnstile <command> --help" for a command's flags; every flag can also
 be set through the environment variable shown beside it. Without --dsn or
-TURNSTILE_DSN, migrate, user, token, config and demo use the database make
-run uses when it answers: root@tcp(127.0.0.1:3306)/turnstile, or the private
-server under ./var/mysql.
+TURNSTILE_DSN, migrate, user, token, config, webhooks and demo use the
+database make run uses when it answers: root@tcp(127.0.0.1:3306)/turnstile, or
+the private server under ./var/mysql.
 
 TURNSTILE_STATE_KEYS=id:base64key[,id:base64key…] encrypts suspended runs and
 transcripts with AES-GCM under the first key; the others still decrypt, so a
@@ -104,6 +107,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return token(ctx, args[1:], e)
 	case "config":
 		return configCommand(ctx, args[1:], e)
+	case "webhooks":
+		return webhooks(ctx, args[1:], e)
 	case "demo":
 		return demoCommand(ctx, args[1:], e)
 	case "version", "--version", "-version":

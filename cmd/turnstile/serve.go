@@ -84,7 +84,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	server := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Catalog: a.store,
 		Events: a.engine, Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout,
 		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store, Metrics: a.metrics,
-		TrustedProxies: proxies})
+		TrustedProxies: proxies, Webhooks: a.store})
 	if err := a.metrics.WatchSlots(server); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

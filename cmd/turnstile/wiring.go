@@ -199,7 +199,7 @@ func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 		Validator: schema.New(), Sealer: sealer, Lease: d.lease, Logger: log}
 	if d.runsAgents() {
 		a.metrics = metrics.New(log)
-		if err := errors.Join(a.metrics.WatchBacklog(st), a.metrics.WatchDB(db.DB)); err != nil {
+		if err := errors.Join(a.metrics.WatchBacklog(st), a.metrics.WatchDB(db.DB), a.metrics.WatchOutbox(st)); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("metrics: %w", err)
 		}

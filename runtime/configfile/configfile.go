@@ -33,8 +33,9 @@ var identifierPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,99}$`)
 // twice, a value of the wrong type, a missing or malformed identifier, a
 // tool that knownTool does not know (knownTool may be nil: no check), a tool
 // policy for a tool outside `tools`, an error in an inline script (whose
-// calls must name tools of `tools`), a malformed `mcp_servers` entry, and
-// the rules of runtime.Configuration.Normalize.
+// calls must name tools of `tools`), a malformed `mcp_servers` or `notify`
+// entry (see runtime.Notify.Check), and the rules of
+// runtime.Configuration.Normalize.
 //
 // Parse reports every error of the file at once: a file with several is an
 // errors.Join of them (Unwrap() []error), sorted by line, so its message is
@@ -215,7 +216,7 @@ func (p *parser) stringList(e entry) (list []string, nodes []*yaml.Node, ok bool
 var topKeys = []string{
 	"identifier", "name", "active", "provider", "system_prompt", "tools",
 	"max_iterations", "require_second_approver", "privacy_level", "tool_policies",
-	"mcp_servers", "decision_timeout", "on_timeout", "escalate_grant",
+	"mcp_servers", "decision_timeout", "on_timeout", "escalate_grant", "notify",
 }
 
 var mcpServerKeys = []string{"name", "url", "headers", "requires_approval", "meta_tool"}
@@ -279,6 +280,9 @@ func (p *parser) configuration(doc *yaml.Node) *runtime.Configuration {
 	cfg.Deadline = p.deadline(top)
 	if e, ok := top["mcp_servers"]; ok {
 		cfg.MCPServers = p.mcpServers(e)
+	}
+	if e, ok := top["notify"]; ok {
+		cfg.Notify = p.notify(e)
 	}
 	// toolsKnown is false when `tools` is unusable: nothing is then checked
 	// against it.

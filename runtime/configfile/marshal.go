@@ -24,7 +24,17 @@ type file struct {
 	PrivacyLevel          runtime.PrivacyLevel  `yaml:"privacy_level,omitempty"`
 	ToolPolicies          map[string]toolPolicy `yaml:"tool_policies,omitempty"`
 	MCPServers            []mcpServer           `yaml:"mcp_servers,omitempty"`
+	Notify                []notify              `yaml:"notify,omitempty"`
 	deadline              `yaml:",inline"`
+}
+
+// notify is runtime.Notify as written: each key but the url only when
+// given.
+type notify struct {
+	URL       string   `yaml:"url"`
+	SecretEnv string   `yaml:"secret_env,omitempty"`
+	Events    []string `yaml:"events,omitempty,flow"`
+	Format    string   `yaml:"format,omitempty"`
 }
 
 // deadline is runtime.Deadline as written: each key only when given.
@@ -94,6 +104,9 @@ func Marshal(cfg *runtime.Configuration) ([]byte, error) {
 	}
 	for _, srv := range cfg.MCPServers {
 		f.MCPServers = append(f.MCPServers, mcpServer(srv))
+	}
+	for _, n := range cfg.Notify {
+		f.Notify = append(f.Notify, notify(n))
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)

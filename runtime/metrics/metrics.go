@@ -58,6 +58,7 @@ type Metrics struct {
 	refusals      *prometheus.CounterVec
 	lineVec       *prometheus.CounterVec
 	expiries      *prometheus.CounterVec
+	webhooks      *prometheus.CounterVec // see webhooks.go
 }
 
 var _ runtime.Metrics = (*Metrics)(nil)
@@ -96,6 +97,7 @@ func New(log *slog.Logger) *Metrics {
 	}
 	m.reg.MustRegister(m.inFlight, m.stepVec, m.commitVec, m.decisions, m.claimsLost, m.recoveries, m.refusals, m.lineVec, m.expiries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.webhooks = newWebhookCounter(m.reg)
 
 	// The children the hot paths use exist from the start: no lookup by
 	// label values on a step or a line, and every series shows 0 before

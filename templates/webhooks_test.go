@@ -1,0 +1,40 @@
+package templates
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRunDetailFailedDeliveries: the run page lists each failed
+// notification it is given, in order, with its endpoint, attempts and last
+// answer escaped; given none it has no section at all.
+func TestRunDetailFailedDeliveries(t *testing.T) {
+	p := RunPage{Page: samplePage(), Run: RunSummary{ID: 42, Status: "completed"}, FailedDeliveries: []FailedDelivery{
+		{ID: 7, Event: "run.waiting", URL: "https://hooks.example.com/a?x=1&y=2", Attempts: 17, Last: "503: <b>down</b>", CreatedAt: now},
+		{ID: 9, Event: "run.settled", URL: "https://hooks.example.com/b", Attempts: 16, Last: "timeout after 10s", CreatedAt: now},
+	}}
+	out, doc := render(t, RunDetail(p))
+	section := one(t, doc, "failed deliveries", is("section", "data-testid", "failed-deliveries"))
+	rows := findAll(section, is("tr", "data-testid", "failed-delivery"))
+	if len(rows) != 2 {
+		t.Fatalf("rows: got %d, want 2", len(rows))
+	}
+	for i, want := range []struct{ id, url, attempts, last string }{
+		{"7", "https://hooks.example.com/a?x=1&y=2", "17", "503: <b>down</b>"},
+		{"9", "https://hooks.example.com/b", "16", "timeout after 10s"},
+	} {
+		wantAttr(t, rows[i], "data-delivery-id", want.id)
+		for key, v := range map[string]string{"delivery-url": want.url, "delivery-attempts": want.attempts, "delivery-last": want.last} {
+			if got := text(one(t, rows[i], key, is("td", "data-testid", key))); got != v {
+				t.Errorf("row %d %s: got %q, want %q", i, key, got, v)
+			}
+		}
+	}
+	if strings.Contains(out, "<b>down</b>") {
+		t.Error("a receiver's error is not escaped")
+	}
+
+	p.FailedDeliveries = nil
+	_, doc = render(t, RunDetail(p))
+	none(t, doc, "failed deliveries", is("", "data-testid", "failed-deliveries"))
+}
