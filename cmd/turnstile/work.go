@@ -53,6 +53,7 @@ func startWorkers(ctx context.Context, a *app, n int) (stop func(wait context.Co
 		}
 	})
 	wg.Go(func() { a.engine.Work(wctx, n, pollEvery) })
+	wg.Go(func() { a.deliver(wctx) })
 	a.log.Info("workers started", "worker", id, "loops", n)
 	return func(wait context.Context) {
 		a.engine.Drain()
