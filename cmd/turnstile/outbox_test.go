@@ -83,6 +83,14 @@ func TestKilledServerNotificationIsDeliveredByANewProcess(t *testing.T) {
 	}) {
 		t.Fatalf("the new process did not deliver %s within 20s; stderr:\n%s", webhookID, p.stderr)
 	}
+	// work was given no --public-url while a configuration notifies.
+	if !logged(p.logLines(t), "notifications link to a guessed address",
+		map[string]any{"public_url": "http://127.0.0.1:8080", "configuration": "told"}) {
+		t.Errorf("turnstile work without --public-url did not warn; stderr:\n%s", p.stderr)
+	}
+	if logged(s.logLines(t), "notifications link to a guessed address", nil) {
+		t.Errorf("serve warned about --public-url although it was given")
+	}
 	got := received()
 	if len(got) != 1 || got[0].header.Get("webhook-id") != webhookID {
 		t.Fatalf("receiver got %d requests (%v), want exactly %s once", len(got), got, webhookID)

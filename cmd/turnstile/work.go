@@ -108,6 +108,7 @@ func work(ctx context.Context, args []string, e env) error {
 			}
 		}()
 		a.log.Info("serving metrics", "addr", ln.Addr().String())
+		a.self = append(a.self, ln.Addr().String())
 	}
 	stop := startWorkers(ctx, a, *n)
 	<-ctx.Done()
