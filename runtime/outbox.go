@@ -83,7 +83,14 @@ type OutboxOptions struct {
 // own goroutines and take their own connections.
 type Outbox struct {
 	o OutboxOptions
+	// records bounds how many outcomes are written at once: a batch's
+	// sends end together, and their writes must not take the pool's
+	// connections from the continuations.
+	records chan struct{}
 }
+
+// recordSlots is how many outcome writes an Outbox makes at once.
+const recordSlots = 4
 
 // NewOutbox returns an outbox deliverer.
 func NewOutbox(o OutboxOptions) *Outbox {
@@ -114,7 +121,7 @@ func NewOutbox(o OutboxOptions) *Outbox {
 	if o.Hold <= 0 {
 		o.Hold = DefaultDeliveryHold
 	}
-	return &Outbox{o: o}
+	return &Outbox{o: o, records: make(chan struct{}, recordSlots)}
 }
 
 // Run runs n delivery loops until ctx ends. An attempt in flight when ctx
@@ -161,6 +168,8 @@ func (b *Outbox) DeliverDue(ctx context.Context) (int, error) {
 func (b *Outbox) attempt(ctx context.Context, d Delivery) {
 	res := b.send(ctx, d)
 	rec := context.WithoutCancel(ctx)
+	b.records <- struct{}{}
+	defer func() { <-b.records }()
 	log := b.o.Logger.With("delivery", d.ID, "webhook_id", d.WebhookID, "event", d.Event, "run", d.RunID, "attempt", d.Attempts)
 	if res.Err == nil {
 		if err := b.o.Store.MarkDelivered(rec, d.ID, res.Status); err != nil {
