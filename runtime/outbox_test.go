@@ -23,6 +23,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/seal"
 	"github.com/turnstile-dev/turnstile/runtime/webhook"
 	"github.com/turnstile-dev/turnstile/store/testrig"
 )
@@ -585,5 +586,34 @@ func TestNoNotificationForAStepThatDidNotCommit(t *testing.T) {
 	}
 	if n := w.Count(t, `SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = 'msg_lost'`); n != 1 {
 		t.Errorf("the won claim wrote %d notifications, want 1", n)
+	}
+}
+
+// With state keys set the stored body is sealed (at privacy level full it
+// carries arguments); the outbox opens it and sends the JSON.
+func TestSealedBodiesAreSentOpened(t *testing.T) {
+	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	keys, err := seal.Parse("A:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xA1}, 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := notifyWorld(t, notifyYAML("told-full", runtime.PrivacyFull, ""))
+	setNotify(t, w, "told-full", []runtime.Notify{{URL: rc.URL, SecretEnv: "TEST_WEBHOOK_SECRET"}})
+	paused, _ := w.Start(t, testrig.Launch{Configuration: "told-full", Engine: w.NewEngine(runtime.Options{Sealer: keys, PublicURL: publicURL})})
+	rows := outboxRows(t, w, paused.RunID)
+	if len(rows) != 1 || bytes.HasPrefix(rows[0].Body, []byte("{")) || bytes.Contains(rows[0].Body, []byte("MARKER-ARGUMENT")) {
+		t.Fatalf("stored body %q, want it sealed", rows[0].Body)
+	}
+	runOutbox(t, outboxFor(w, runtime.OutboxOptions{Sealer: keys}, webhook.Options{}), 1)
+	waitDelivery(t, w, rows[0].WebhookID, "delivered", 10*time.Second)
+	got := rc.requests()
+	if len(got) != 1 {
+		t.Fatalf("receiver got %d requests, want 1", len(got))
+	}
+	if !bytes.Contains(got[0].body, []byte("MARKER-ARGUMENT")) || decodeBody(t, got[0].body).Type != runtime.EventRunWaiting {
+		t.Errorf("receiver got body %q; want the opened run.waiting with its arguments", got[0].body)
+	}
+	if err := verifyHMAC(testSecret, got[0]); err != nil {
+		t.Error(err)
 	}
 }
