@@ -78,7 +78,7 @@ func (e *Engine) expire(ctx context.Context, id int64, holder string) (*Continua
 	if err != nil {
 		return nil, err
 	}
-	notes, err := e.notifications(cfg, id, notice{event: EventRunExpired, status: run.Status, digest: run.TurnDigest,
+	notes, err := e.notifications(cfg, id, notice{event: EventRunExpired, status: StatusRunning, digest: run.TurnDigest,
 		turn: state.Pending, action: action})
 	if err != nil {
 		return nil, err

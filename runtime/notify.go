@@ -60,7 +60,9 @@ func (noWebhookMetrics) WebhookDelivered(string) {}
 // notice is what one notification says about a run, before it is shaped
 // for each endpoint.
 type notice struct {
-	event  string
+	event string
+	// status is the run's status as the commit leaves it: waiting, settled,
+	// or running for an expiry (a worker carries it out).
 	status Status
 	// digest and turn describe the pending turn of a waiting, escalated
 	// or expired run; timeout is the turn's deadline from now (0: none).

@@ -263,8 +263,9 @@ func TestRunSettledOncePerRunWhoeverFinishedIt(t *testing.T) {
 	if err := w.DB.Get(&body, `SELECT body FROM webhook_deliveries WHERE run_id = ? AND event = 'run.expired'`, expired.RunID); err != nil {
 		t.Fatal(err)
 	}
-	if b := decodeBody(t, body); b.Data["turn_digest"] != expired.Digest || b.Data["on_timeout"] != runtime.OnTimeoutDeny {
-		t.Errorf("run.expired data = %v, want the expired turn's digest and on_timeout deny", b.Data)
+	if b := decodeBody(t, body); b.Data["turn_digest"] != expired.Digest || b.Data["on_timeout"] != runtime.OnTimeoutDeny ||
+		b.Data["status"] != string(runtime.StatusRunning) {
+		t.Errorf("run.expired data = %v, want the expired turn's digest, on_timeout deny, status running", b.Data)
 	}
 }
 
