@@ -553,10 +553,19 @@ func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, 
 	if turn.Escalated != "" {
 		p["escalated"] = turn.Escalated
 	}
+	event, timeout := EventRunWaiting, c.cfg.TurnDeadline(&turn).Timeout
+	if turn.Escalated != "" {
+		event = EventRunEscalated
+	}
+	notes, err := c.e.notifications(c.cfg, c.run.ID, notice{event: event, status: status, digest: digest, turn: &turn, timeout: timeout})
+	if err != nil {
+		return c.stopped(err), true
+	}
 	err = c.record(ctx, KindSuspend, c.state.Iterations, 0, p, func(cm *Commit) {
 		cm.Status, cm.TurnDigest = status, digest
 		cm.PendingTools = strings.Join(turn.ToolNames(), ",")
-		cm.DecisionTimeout = c.cfg.TurnDeadline(&turn).Timeout
+		cm.DecisionTimeout = timeout
+		cm.Notifications = notes
 		if d := c.decision; d != nil && d.Kind == DecisionEscalate {
 			cm.Executed = d.TurnDigest
 		}
@@ -599,8 +608,13 @@ func (c *Continuation) settle(ctx context.Context, status Status, reason, answer
 	if err != nil {
 		return c.stopped(err)
 	}
+	notes, err := c.e.notifications(c.cfg, c.run.ID, notice{event: EventRunSettled, status: status, reason: reason, answer: answer})
+	if err != nil {
+		return c.stopped(err)
+	}
 	err = c.record(ctx, KindSettle, c.state.Iterations, 0, p, func(cm *Commit) {
 		cm.Status, cm.TerminationReason, cm.Answer = status, reason, sealed
+		cm.Notifications = notes
 		c.outcome(cm, string(status))
 	})
 	if err != nil {

@@ -34,6 +34,8 @@ type Engine struct {
 	log       *slog.Logger
 	metrics   Metrics
 	leases    *leaseKeeper
+	// publicURL is the base of the links notifications carry.
+	publicURL string
 
 	draining  chan struct{}
 	drainOnce sync.Once
@@ -55,12 +57,16 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics is told what the engine does; nothing is measured when nil.
 	Metrics Metrics
+	// PublicURL is where people reach this Turnstile, the base of the
+	// decide_url and run_url of notifications (no trailing slash needed).
+	PublicURL string
 }
 
 // New returns an engine.
 func New(o Options) *Engine {
 	e := &Engine{store: o.Store, tools: o.Tools, source: o.Source, providers: o.Providers, validator: o.Validator,
-		sealer: o.Sealer, lease: o.Lease, log: o.Logger, metrics: o.Metrics, draining: make(chan struct{})}
+		sealer: o.Sealer, lease: o.Lease, log: o.Logger, metrics: o.Metrics, draining: make(chan struct{}),
+		publicURL: strings.TrimRight(o.PublicURL, "/")}
 	if e.sealer == nil {
 		e.sealer = Plain{}
 	}
@@ -222,7 +228,11 @@ func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelRe
 			if events, err = e.sealEvents(cancelEvents(actor, run.Status)); err != nil {
 				return CancelResult{}, err
 			}
-			err = e.store.CancelIdle(ctx, runID, run.Status, events)
+			var notes []Delivery
+			if notes, err = e.cancelNotifications(ctx, run); err != nil {
+				return CancelResult{}, err
+			}
+			err = e.store.CancelIdle(ctx, runID, run.Status, events, notes)
 			if err == nil {
 				return CancelResult{Status: StatusCancelled}, nil
 			}

@@ -78,8 +78,13 @@ func (e *Engine) expire(ctx context.Context, id int64, holder string) (*Continua
 	if err != nil {
 		return nil, err
 	}
+	notes, err := e.notifications(cfg, id, notice{event: EventRunExpired, status: StatusRunning, digest: run.TurnDigest,
+		turn: state.Pending, action: action})
+	if err != nil {
+		return nil, err
+	}
 	err = e.store.Claim(ctx, Claim{RunID: id, From: run.Status, Digest: run.TurnDigest, To: StatusRunning,
-		ClaimedBy: holder, Lease: e.lease, Decision: stored})
+		ClaimedBy: holder, Lease: e.lease, Decision: stored, Notifications: notes})
 	if err != nil {
 		return nil, err
 	}

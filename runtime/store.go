@@ -76,8 +76,9 @@ type Store interface {
 	// caller settles each through Claim, which alone decides who wins.
 	ExpiredPauses(ctx context.Context, limit int) ([]int64, error)
 	// CancelIdle cancels a run nobody holds (queued, waiting or decided) and
-	// records the events, guarded by its status; ErrClaimLost when it moved.
-	CancelIdle(ctx context.Context, runID int64, from Status, events []Event) error
+	// records the events and the notifications, guarded by its status;
+	// ErrClaimLost when it moved.
+	CancelIdle(ctx context.Context, runID int64, from Status, events []Event, notes []Delivery) error
 }
 
 // Resumed is what a continuation reads when it starts.
@@ -104,6 +105,8 @@ type Claim struct {
 	Decision DecisionRecord
 	// Standing are tool names approved for the rest of the run.
 	Standing []string
+	// Notifications go into the outbox if the claim wins (an expiry's).
+	Notifications []Delivery
 }
 
 // DecisionRecord is one row of the decisions table.
@@ -184,4 +187,8 @@ type Commit struct {
 	// the model's message that made it, so that the transcript shows the
 	// call as executed.
 	Rewrite bool
+	// Notifications go into the outbox in this very commit, if the guard
+	// holds: none is sent for a step that did not commit, none is lost
+	// for one that did.
+	Notifications []Delivery
 }

@@ -21,8 +21,9 @@ func (s *Store) RequestCancel(ctx context.Context, runID int64) error {
 
 // CancelIdle cancels a run that nobody holds and appends its events, which
 // take the next seqs: the status guard locks the row, so no holder can
-// append in between.
-func (s *Store) CancelIdle(ctx context.Context, runID int64, from runtime.Status, events []runtime.Event) error {
+// append in between. Its notifications (run.settled) are written in the
+// same transaction.
+func (s *Store) CancelIdle(ctx context.Context, runID int64, from runtime.Status, events []runtime.Event, notes []runtime.Delivery) error {
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: cancel run %d: %w", runID, err)
@@ -49,6 +50,9 @@ func (s *Store) CancelIdle(ctx context.Context, runID int64, from runtime.Status
 	}
 	if _, err := tx.ExecContext(ctx, `
 		UPDATE decisions SET outcome = 'cancelled' WHERE run_id = ? AND outcome IS NULL`, runID); err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
+	if err := insertDeliveries(ctx, tx, notes); err != nil {
 		return fmt.Errorf("store: cancel run %d: %w", runID, err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -39,12 +39,19 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 		SELECT ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, 0), ? FROM DUAL WHERE ROW_COUNT() = 1`,
 		c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input), nullJSON(d.Arguments), d.DecidedBy, d.Path)
 	// Chained on the decision's INSERT, which wrote its row only if the
-	// UPDATE won.
+	// UPDATE won. An expiry's claim also writes its notifications, which
+	// then need the count kept: one statement more, on those claims only.
+	won := "ROW_COUNT() = 1"
+	if len(c.Notifications) > 0 {
+		sc.add("SET @claimed = ROW_COUNT()")
+		won = "@claimed = 1"
+	}
 	standing := make([][]any, len(c.Standing))
 	for i, tool := range c.Standing {
 		standing[i] = []any{c.RunID, tool, d.DecidedBy}
 	}
-	sc.guardedRows("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", "ROW_COUNT() = 1", standing)
+	sc.guardedRows("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", won, standing)
+	addDeliveries(&sc, won, c.Notifications)
 	sc.add("COMMIT")
 	res, err := sc.run(ctx, s.db)
 	// A claim that lost a lock race was rolled back whole: tried again, it

@@ -39,7 +39,7 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	// carries it keeps the UPDATE's count in @held instead: one statement
 	// more, on the rare steps only.
 	held := "ROW_COUNT() = 1"
-	if c.Executed != "" || c.Outcome != "" || c.Rewrite {
+	if c.Executed != "" || c.Outcome != "" || c.Rewrite || len(c.Notifications) > 0 {
 		sc.add("SET @held = ROW_COUNT()")
 		held = "@held = 1"
 	}
@@ -69,6 +69,7 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 		sc.add(`UPDATE decisions SET outcome = ? WHERE run_id = ? AND turn_digest = ? AND @held = 1`,
 			c.Outcome, c.RunID, c.OutcomeDigest)
 	}
+	addDeliveries(&sc, "@held = 1", c.Notifications)
 	sc.add("COMMIT")
 	res, err := sc.run(ctx, s.db)
 	if isDuplicate(err) {

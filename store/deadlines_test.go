@@ -110,7 +110,7 @@ func TestSuspensionSetsTheDeadline(t *testing.T) {
 	if r.DecisionDeadline == nil || r.WaitingSince == nil || r.DecisionDeadline.Sub(*r.WaitingSince) != 90*time.Minute {
 		t.Errorf("deadline %v since %v, want 90m after the pause began", r.DecisionDeadline, r.WaitingSince)
 	}
-	if err := st.CancelIdle(ctx, r.ID, runtime.StatusWaitingForApproval, nil); err != nil {
+	if err := st.CancelIdle(ctx, r.ID, runtime.StatusWaitingForApproval, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := st.Run(ctx, r.ID); got.DecisionDeadline != nil {

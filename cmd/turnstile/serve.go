@@ -50,6 +50,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	d.publicDefault = defaultPublicURL(*addr)
 	a, err := open(ctx, d, log)
 	if err != nil {
 		return err
@@ -107,6 +108,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log.Info("serving", "addr", ln.Addr().String())
+	a.self = append(a.self, *addr, ln.Addr().String())
 	stopWorkers := startWorkers(ctx, a, *workers)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -35,6 +35,13 @@ type app struct {
 	log    *slog.Logger
 	// metrics measure what serve and work do; nil for the other commands.
 	metrics *metrics.Metrics
+	// publicURL is the base of the notifications' links; self are the
+	// addresses this process answers on, which no notification may target
+	// (see outbox.go).
+	publicURL string
+	self      []string
+	getenv    func(string) string
+	sealer    runtime.Sealer
 }
 
 // stateKeysVar holds the keys that encrypt run state at rest,
@@ -55,6 +62,9 @@ type dbFlags struct {
 	// as for serve and work), and notice is where open says which it took.
 	localDSNs func() []string
 	notice    io.Writer
+	// publicURL is --public-url; publicDefault stands in for it when it
+	// is unset (serve derives it from --addr).
+	publicURL, publicDefault string
 }
 
 func (d *dbFlags) register(fs *flagSet) {
@@ -62,6 +72,7 @@ func (d *dbFlags) register(fs *flagSet) {
 	d.command, d.getenv, d.lease = fs.Name(), fs.env.getenv, runtime.DefaultLease
 	if d.runsAgents() {
 		fs.DurationVar(&d.lease, "lease", runtime.DefaultLease, "how long a claim holds without renewal before another holder may take the run over")
+		fs.StringVar(&d.publicURL, "public-url", "", "where people reach this Turnstile, e.g. https://turnstile.example: the base of the decide_url of notifications (default: http:// and --addr)")
 	} else {
 		d.localDSNs, d.notice = fs.env.localDSNs, fs.env.stderr
 	}
@@ -195,8 +206,9 @@ func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 	}
 	st := store.New(db)
 	a := &app{db: db, store: st, tools: builtin.Registry(builtin.Tools(st)...), log: log}
+	a.publicURL, a.getenv, a.sealer = d.publicURLOrDefault(), d.getenv, sealer
 	opts := runtime.Options{Store: st, Tools: a.tools, Providers: all.Factory,
-		Validator: schema.New(), Sealer: sealer, Lease: d.lease, Logger: log}
+		Validator: schema.New(), Sealer: sealer, Lease: d.lease, Logger: log, PublicURL: a.publicURL}
 	if d.runsAgents() {
 		a.metrics = metrics.New(log)
 		if err := errors.Join(a.metrics.WatchBacklog(st), a.metrics.WatchDB(db.DB), a.metrics.WatchOutbox(st)); err != nil {
@@ -208,6 +220,7 @@ func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 	a.mcp = mcp.NewSource(mcp.Options{Getenv: d.getenv, Logger: log})
 	opts.Source = a.mcp
 	a.engine = runtime.New(opts)
+	warnPublicURL(ctx, a, d)
 	return a, nil
 }
 

@@ -53,6 +53,7 @@ func startWorkers(ctx context.Context, a *app, n int) (stop func(wait context.Co
 		}
 	})
 	wg.Go(func() { a.engine.Work(wctx, n, pollEvery) })
+	wg.Go(func() { a.deliver(wctx) })
 	a.log.Info("workers started", "worker", id, "loops", n)
 	return func(wait context.Context) {
 		a.engine.Drain()
@@ -107,6 +108,7 @@ func work(ctx context.Context, args []string, e env) error {
 			}
 		}()
 		a.log.Info("serving metrics", "addr", ln.Addr().String())
+		a.self = append(a.self, ln.Addr().String())
 	}
 	stop := startWorkers(ctx, a, *n)
 	<-ctx.Done()
