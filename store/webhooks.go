@@ -13,11 +13,11 @@ import (
 // What operators read of the outbox; the delivery itself (the INSERTs in
 // the step's commit, the claims, the marks) is in outbox.go.
 
-// deliveryColumns select a webhook_deliveries row as runtime.DeliveryInfo;
+// deliveryInfoColumns select a webhook_deliveries row as runtime.DeliveryInfo;
 // NULLs become zero values. The body is never read here: at privacy level
 // full it carries run content, and operators need where and how far, not
 // what.
-const deliveryColumns = `id, webhook_id, run_id, configuration_id, event, url, format, status, attempts,
+const deliveryInfoColumns = `id, webhook_id, run_id, configuration_id, event, url, format, status, attempts,
 	next_attempt_at, COALESCE(last_status, 0) AS last_status, COALESCE(last_error, '') AS last_error,
 	created_at, delivered_at`
 
@@ -30,9 +30,9 @@ func (s *Store) ListDeliveries(ctx context.Context, failedOnly bool, limit int) 
 	}
 	// Newest first by id (AUTO_INCREMENT follows insertion); the failed
 	// ones through webhook_deliveries_due's status prefix.
-	q := `SELECT ` + deliveryColumns + ` FROM webhook_deliveries ORDER BY id DESC LIMIT ?`
+	q := `SELECT ` + deliveryInfoColumns + ` FROM webhook_deliveries ORDER BY id DESC LIMIT ?`
 	if failedOnly {
-		q = `SELECT ` + deliveryColumns + ` FROM webhook_deliveries WHERE status = 'failed' ORDER BY id DESC LIMIT ?`
+		q = `SELECT ` + deliveryInfoColumns + ` FROM webhook_deliveries WHERE status = 'failed' ORDER BY id DESC LIMIT ?`
 	}
 	out := []runtime.DeliveryInfo{}
 	if err := s.db.SelectContext(ctx, &out, q, limit); err != nil {
@@ -91,7 +91,7 @@ func (s *Store) OldestPendingAge(ctx context.Context) (time.Duration, bool, erro
 // workers gave up on, oldest first; none is an empty list.
 func (s *Store) FailedDeliveriesOfRun(ctx context.Context, runID int64) ([]runtime.DeliveryInfo, error) {
 	out := []runtime.DeliveryInfo{}
-	err := s.db.SelectContext(ctx, &out, `SELECT `+deliveryColumns+` FROM webhook_deliveries
+	err := s.db.SelectContext(ctx, &out, `SELECT `+deliveryInfoColumns+` FROM webhook_deliveries
 		WHERE run_id = ? AND status = 'failed' ORDER BY id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: failed deliveries of run %d: %w", runID, err)

@@ -17,11 +17,9 @@ const deliveryLoops = 2
 // that runs workers delivers notifications, whoever wrote them. The loops
 // are the workers' alone, so a receiver never slows a continuation.
 func (a *app) deliver(ctx context.Context) {
-	var wm runtime.WebhookMetrics
-	// The Prometheus counter lives in runtime/metrics; a metrics value
-	// without it measures nothing here.
-	if m, ok := any(a.metrics).(runtime.WebhookMetrics); ok && a.metrics != nil {
-		wm = m
+	var wm runtime.WebhookMetrics // nil counts nothing
+	if a.metrics != nil {
+		wm = a.metrics
 	}
 	self := append([]string{a.publicURL}, a.self...)
 	ob := runtime.NewOutbox(runtime.OutboxOptions{Store: a.store, Sealer: a.sealer, Metrics: wm, Logger: a.log,

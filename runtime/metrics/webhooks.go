@@ -6,7 +6,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/turnstile-dev/turnstile/runtime"
 )
+
+// The delivery loops count their attempts here.
+var _ runtime.WebhookMetrics = (*Metrics)(nil)
 
 // webhookResults are the results of one delivery attempt, as the delivery
 // code reports them: delivered (a 2xx answer), retry (failed; another
