@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 )
@@ -12,12 +13,22 @@ import (
 const claimTries = 3
 
 // Claim moves a waiting run on and records its decision in one
-// transaction. The turn digest is part of the guard, so a form rendered for
+// transaction; claims made at the same time are made together (see
+// claimQueue), each still guarded on its own. The turn digest is part of the guard, so a form rendered for
 // an earlier turn can never claim a later one; the decisions table's unique
 // key on (run_id, turn_digest) makes a second decision of one turn
 // impossible even if the guard were wrong. runtime.ErrClaimLost when the
 // guard or that key says someone else won.
 func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
+	if len(c.Notifications) > 0 {
+		// An expiry's claim, with its outbox rows: rare, and on its own.
+		return s.claimOne(ctx, c)
+	}
+	return s.claims.claim(s, c)
+}
+
+// claimOne is a claim on its own.
+func (s *Store) claimOne(ctx context.Context, c runtime.Claim) error {
 	// One transaction in one round trip, like a step's Commit: the claim
 	// is on the path of every decision, before its first line. The row is
 	// locked through its primary key before the guarded UPDATE: many
@@ -70,4 +81,83 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
 	}
 	return nil
+}
+
+// claimQueue makes the claims that arrive while others are being made in
+// one batch (ClaimMany): a group commit. An idle server claims each on its
+// own, in one round trip, as before; under load the claims that queued up
+// behind a batch go together in the next, in one transaction of a few round
+// trips instead of a transaction each, every one still guarded by its own
+// status and digest and classified on its own. One batch is in flight at a
+// time; a batch holds at most one claim per run (racers for one run go in
+// later batches, where their guards say they lost) and at most claimChunk.
+type claimQueue struct {
+	mu       sync.Mutex
+	waiting  []queuedClaim
+	draining bool
+}
+
+type queuedClaim struct {
+	c    runtime.Claim
+	done chan error
+}
+
+// claim queues c and waits for its batch. The batch runs on a context of
+// its own: a claim the database makes is made whether or not the client
+// that asked still waits, as for a single claim.
+func (q *claimQueue) claim(s *Store, c runtime.Claim) error {
+	done := make(chan error, 1)
+	q.mu.Lock()
+	q.waiting = append(q.waiting, queuedClaim{c: c, done: done})
+	if !q.draining {
+		q.draining = true
+		go q.drain(s)
+	}
+	q.mu.Unlock()
+	return <-done
+}
+
+// drain makes the queued claims, batch after batch, until none waits.
+func (q *claimQueue) drain(s *Store) {
+	ctx := context.Background()
+	for {
+		batch := q.next()
+		if len(batch) == 0 {
+			return
+		}
+		if len(batch) == 1 {
+			batch[0].done <- s.claimOne(ctx, batch[0].c)
+			continue
+		}
+		claims := make([]runtime.Claim, len(batch))
+		for i, b := range batch {
+			claims[i] = b.c
+		}
+		for i, err := range s.ClaimMany(ctx, claims) {
+			batch[i].done <- err
+		}
+	}
+}
+
+// next takes the next batch off the queue, or ends the drain when the
+// queue is empty.
+func (q *claimQueue) next() []queuedClaim {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.waiting) == 0 {
+		q.draining = false
+		return nil
+	}
+	var batch, rest []queuedClaim
+	runs := map[int64]bool{}
+	for _, w := range q.waiting {
+		if runs[w.c.RunID] || len(batch) == claimChunk {
+			rest = append(rest, w)
+			continue
+		}
+		runs[w.c.RunID] = true
+		batch = append(batch, w)
+	}
+	q.waiting = rest
+	return batch
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -84,5 +85,77 @@ func TestClaimTriesAgainAfterALockWaitTimeout(t *testing.T) {
 	}
 	if r := w.Run(t, out.RunID); r.Status != runtime.StatusDecided || len(w.Decisions(t, out.RunID)) != 1 {
 		t.Errorf("run is %s with %d decisions, want decided with one", r.Status, len(w.Decisions(t, out.RunID)))
+	}
+}
+
+// Claims made at the same time go in batches (claimQueue): 3 racers for
+// each of 20 runs, at once, end with one win and one decision per run and
+// every other racer told its claim was lost. What a batch writes is what a
+// single claim writes, an edit's arguments and a decision by nobody too.
+func TestConcurrentClaimsEachWinOnce(t *testing.T) {
+	w := testrig.New(t, testrig.Configs(bulkYAML))
+	ctx := context.Background()
+	approver := w.Actor("approver")
+	claim := func(out runtime.Outcome) runtime.Claim {
+		return runtime.Claim{RunID: out.RunID, From: runtime.StatusWaitingForApproval, Digest: out.Digest,
+			To: runtime.StatusDecided, Decision: runtime.DecisionRecord{Kind: runtime.DecisionApprove, Scope: runtime.ScopeOnce,
+				Tools: "refund_order", DecidedBy: approver.ID, Path: runtime.PathDurable}}
+	}
+	var runs []runtime.Outcome
+	for range 20 {
+		out, _ := w.Waiting(t, "refund")
+		runs = append(runs, out)
+	}
+	type result struct {
+		run int64
+		err error
+	}
+	results := make(chan result, 3*len(runs))
+	start := make(chan struct{})
+	for _, out := range runs {
+		for range 3 {
+			go func() {
+				<-start
+				results <- result{out.RunID, w.Store.Claim(ctx, claim(out))}
+			}()
+		}
+	}
+	close(start)
+	won := map[int64]int{}
+	for range 3 * len(runs) {
+		r := <-results
+		if r.err == nil {
+			won[r.run]++
+		} else if !errors.Is(r.err, runtime.ErrClaimLost) {
+			t.Errorf("a racer for run %d: %v, want a won or a lost claim", r.run, r.err)
+		}
+	}
+	for _, out := range runs {
+		if won[out.RunID] != 1 || len(w.Decisions(t, out.RunID)) != 1 {
+			t.Errorf("run %d: %d racers won, %d decisions; want one of each", out.RunID, won[out.RunID], len(w.Decisions(t, out.RunID)))
+		}
+	}
+
+	edited, _ := w.Waiting(t, "refund")
+	expired, _ := w.Waiting(t, "refund")
+	e, x := claim(edited), claim(expired)
+	e.Decision.Arguments = []byte(`{"call_1":{"order_id":"ORD-1"}}`)
+	x.Decision.Kind, x.Decision.DecidedBy, x.Decision.Reason, x.Decision.Path = runtime.DecisionDeny, 0, "no decision within 1s", "expiry"
+	if errs := w.Store.ClaimMany(ctx, []runtime.Claim{e, x}); errs[0] != nil || errs[1] != nil {
+		t.Fatalf("batch of an edit and an expiry: %v", errs)
+	}
+	var arguments []byte
+	var decider *int64
+	if err := w.DB.QueryRow("SELECT arguments, decided_by FROM decisions WHERE run_id = ?", edited.RunID).Scan(&arguments, &decider); err != nil {
+		t.Fatal(err)
+	}
+	if string(arguments) != `{"call_1":{"order_id":"ORD-1"}}` || decider == nil || *decider != approver.ID {
+		t.Errorf("the edit's claim stored arguments %s by %v", arguments, decider)
+	}
+	if err := w.DB.QueryRow("SELECT decided_by FROM decisions WHERE run_id = ?", expired.RunID).Scan(&decider); err != nil {
+		t.Fatal(err)
+	}
+	if decider != nil {
+		t.Errorf("a decision by nobody stored decided_by %d, want NULL", *decider)
 	}
 }

@@ -114,7 +114,7 @@ func (s *Store) ClaimMany(ctx context.Context, claims []runtime.Claim) []error {
 				// Nothing of the chunk was written: each claim on its own
 				// says how it ends.
 				for _, i := range chunk {
-					errs[i] = s.Claim(ctx, claims[i])
+					errs[i] = s.claimOne(ctx, claims[i])
 				}
 				return
 			}
@@ -187,7 +187,8 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 	var decisions, standing [][]any
 	for _, i := range winners {
 		c, d := claims[i], claims[i].Decision
-		decisions = append(decisions, []any{c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input), d.DecidedBy, d.Path})
+		decisions = append(decisions, []any{c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input),
+			nullJSON(d.Arguments), nullDecider(d.DecidedBy), d.Path})
 		for _, tool := range c.Standing {
 			standing = append(standing, []any{c.RunID, tool, d.DecidedBy})
 		}
@@ -195,7 +196,7 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 	// The runs are locked and were seen waiting on these turns: each
 	// decision goes in beside its run's UPDATE, which the commit below
 	// waits on.
-	inserted := sc.add(valuesInsert(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, decided_by, path)`, decisions))
+	inserted := sc.add(valuesInsert(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, arguments, decided_by, path)`, decisions))
 	if len(standing) > 0 {
 		sc.add(valuesInsert("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", standing))
 	}
@@ -262,4 +263,13 @@ func valuesInsert(insert string, rows [][]any) string {
 
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// nullDecider is a decider's id as the decisions table holds it: NULL for
+// a decision by nobody (an expired pause).
+func nullDecider(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
 }

@@ -24,6 +24,7 @@ import (
 type Store struct {
 	db      *sqlx.DB
 	configs configCache
+	claims  claimQueue
 }
 
 // New wraps an open database.
