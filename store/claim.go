@@ -8,10 +8,6 @@ import (
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
-// claimTries bounds how often a claim that met a deadlock or a lock wait
-// timeout is made again.
-const claimTries = 3
-
 // Claim moves a waiting run on and records its decision in one
 // transaction; claims made at the same time are made together (see
 // claimQueue), each still guarded on its own. The turn digest is part of the guard, so a form rendered for
@@ -64,13 +60,10 @@ func (s *Store) claimOne(ctx context.Context, c runtime.Claim) error {
 	sc.guardedRows("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", won, standing)
 	addDeliveries(&sc, won, c.Notifications)
 	sc.add("COMMIT")
-	res, err := sc.run(ctx, s.db)
-	// A claim that lost a lock race was rolled back whole: tried again, it
-	// wins, or its guard sees what the winner did and says the claim is
-	// lost, which the pipeline classifies. Never a 500 for a racer.
-	for try := 1; isContention(err) && try < claimTries; try++ {
-		res, err = sc.run(ctx, s.db)
-	}
+	// A claim that lost a lock race is tried again: it wins, or its guard
+	// sees what the winner did and says the claim is lost, which the
+	// pipeline classifies. Never a 500 for a racer.
+	res, err := sc.runContended(ctx, s.db)
 	if isDuplicate(err) {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
 	}

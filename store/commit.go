@@ -71,7 +71,11 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	}
 	addDeliveries(&sc, "@held = 1", c.Notifications)
 	sc.add("COMMIT")
-	res, err := sc.run(ctx, s.db)
+	// Concurrent steps of many runs can deadlock on the status indexes
+	// their UPDATEs rewrite; a step rolled back for it is tried again (its
+	// guard still holds it to the holder), not taken for the end of the
+	// continuation.
+	res, err := sc.runContended(ctx, s.db)
 	if isDuplicate(err) {
 		// Only the holder appends; a clash means another holder did.
 		return false, fmt.Errorf("store: append event %d of run %d: %w", e.Seq, c.RunID, runtime.ErrLeaseLost)

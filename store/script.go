@@ -88,6 +88,23 @@ func (sc *script) run(ctx context.Context, db *sqlx.DB) (scriptResult, error) {
 
 // exec sends the script on a connection the caller holds, as one packet,
 // and leaves what a failure left open to the caller.
+// contendedTries bounds how often a script that met a deadlock or a lock
+// wait timeout is run again.
+const contendedTries = 3
+
+// runContended is run, made again (up to contendedTries in all) while the
+// script loses lock races: deadlocks, lock wait timeouts, and Galera's lost
+// certifications, which it reports as deadlocks. Each such attempt was
+// rolled back whole, so running it again is exact: the script's guards
+// decide afresh.
+func (sc *script) runContended(ctx context.Context, db *sqlx.DB) (scriptResult, error) {
+	res, err := sc.run(ctx, db)
+	for try := 1; isContention(err) && try < contendedTries; try++ {
+		res, err = sc.run(ctx, db)
+	}
+	return res, err
+}
+
 func (sc *script) exec(ctx context.Context, conn *sql.Conn) (scriptResult, error) {
 	named := make([]driver.NamedValue, len(sc.args))
 	for i, a := range sc.args {
