@@ -220,8 +220,14 @@ func TestCallersShareOneConnectionAttempt(t *testing.T) {
 			causes[i] = unavailable(t, err, "slow").Cause
 		})
 	}
-	// One more, with little patience, comes while the attempt runs.
-	time.Sleep(50 * time.Millisecond)
+	// One more, with little patience, comes while the attempt runs: once
+	// the server has its request (a busy machine may start the four late).
+	for deadline := time.Now().Add(5 * time.Second); h.requests.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the server saw no connection attempt within 5s")
+		}
+		time.Sleep(5 * time.Millisecond) // a poll of the server's count
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	impatient := time.Now()
