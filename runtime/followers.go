@@ -89,6 +89,9 @@ type watched struct {
 	cursor int     // the highest seq handed to the run's watches
 	recent []Event // the latest events handed over, ending at cursor
 	subs   map[*Watch]struct{}
+	// ended is set once every watch was handed a status that ends it:
+	// there is nothing to poll for until someone attaches again.
+	ended bool
 }
 
 // localHold is a continuation of this process that holds a run.
@@ -139,6 +142,7 @@ func (e *Engine) Watch(runID int64, afterSeq int) *Watch {
 		w = &watched{cursor: afterSeq, subs: map[*Watch]struct{}{}}
 		f.runs[runID] = w
 	}
+	w.ended = false
 	sub := &Watch{f: f, runID: runID, since: f.round, last: afterSeq, wake: make(chan struct{}, 1)}
 	if w.cursor > afterSeq {
 		// Handed to others already: from memory when it is recent, else
@@ -273,12 +277,16 @@ func (r *watched) handLocked(evs []Event, status Status, round uint64) {
 			r.recent = slices.Delete(r.recent, 0, n)
 		}
 	}
+	if status != "" && !status.Live() {
+		r.ended = true
+	}
 	for sub := range r.subs {
 		st := status
 		if sub.since >= round {
 			// The poll's snapshot may predate the status this watch
 			// attached with.
 			st = ""
+			r.ended = false
 		}
 		if len(evs) > 0 || st != "" {
 			sub.hand(evs, st)
@@ -338,10 +346,14 @@ func (f *feed) publish(c *Continuation, ev Event, status Status) {
 	r.handLocked([]Event{ev}, status, localRound)
 }
 
-// pollsLocked says whether the poller must ask the store about a run: no
-// continuation of this process holds it, or the holder lost it, or the
-// followers have not yet been handed every event the holder found.
+// pollsLocked says whether the poller must ask the store about a run that
+// its watches still wait on: no continuation of this process holds it, or
+// the holder lost it, or the followers have not yet been handed every
+// event the holder found.
 func (f *feed) pollsLocked(id int64, r *watched) bool {
+	if r.ended {
+		return false
+	}
 	h := f.local[id]
 	return h == nil || h.c.lost.Load() || r.cursor < h.seq
 }

@@ -321,4 +321,3 @@ func seqRange(from, to int) []int {
 	}
 	return s
 }
-
