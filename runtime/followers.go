@@ -38,7 +38,7 @@ const (
 	// followRunsPerQuery and followEventsPerQuery bound one poll's
 	// statement and its answer; more runs take more statements per
 	// interval, more events another statement at once.
-	followRunsPerQuery   = 1000
+	followRunsPerQuery   = 2000
 	followEventsPerQuery = 2000
 	// followQueryTimeout bounds one poll, which runs on no request.
 	followQueryTimeout = 10 * time.Second

@@ -55,6 +55,9 @@ func insertEvent(ctx context.Context, tx sqlx.ExtContext, runID int64, e runtime
 
 var _ runtime.FollowStore = (*Store)(nil)
 
+// inListMax is the longest IN list FollowedEvents writes.
+const inListMax = 500
+
 // followedRow is a row of FollowedEvents: a run's status (seq 0) or one of
 // its events.
 type followedRow struct {
@@ -83,14 +86,23 @@ func (s *Store) FollowedEvents(ctx context.Context, after map[int64]int, limit i
 	var q strings.Builder
 	args := make([]any, 0, 3*len(ids)+1)
 	q.WriteString(`SELECT id AS run_id, status, 0 AS seq, '' AS kind, 0 AS round, 0 AS duration_ms,
-		'' AS payload, NULL AS created_at FROM runs WHERE id IN (`)
+		'' AS payload, NULL AS created_at FROM runs WHERE (`)
 	for i, id := range ids {
-		if i > 0 {
-			q.WriteString(", ")
+		switch {
+		case i == 0:
+			q.WriteString("id IN (?")
+		case i%inListMax == 0:
+			// MariaDB turns an IN list of 1,000 values or more into a
+			// subquery of a table of values
+			// (in_predicate_conversion_threshold); shorter lists stay
+			// primary-key lookups on MariaDB and MySQL alike.
+			q.WriteString(") OR id IN (?")
+		default:
+			q.WriteString(", ?")
 		}
-		q.WriteString("?")
 		args = append(args, id)
 	}
+	q.WriteString(")")
 	q.WriteString(`)
 		UNION ALL
 		(SELECT run_id, '', seq, kind, round, duration_ms, payload, created_at FROM run_events WHERE `)

@@ -44,11 +44,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	rep := &report{date: time.Now(), command: commandLine(args), keepalive: o.keepalive, url: o.url.String(),
 		cpus: runtime.NumCPU(), memory: memTotal(), phases: o.phases}
 
-	followers := 0
+	followers, streams := 0, 0
 	if slices.Contains(o.phases, phaseFollowers) {
 		followers = o.followers
 	}
-	need := uint64(o.streams + o.firstLineN + o.steadyN + o.durableConcurrency + o.signinN + followers + 1024)
+	if slices.Contains(o.phases, phaseStreams) {
+		streams = o.streams
+	}
+	need := uint64(streams + o.firstLineN + o.steadyN + o.durableConcurrency + o.signinN + followers + 1024)
 	if got, err := raiseFileLimit(need); err != nil || got < need {
 		rep.note(fmt.Sprintf("this command's open-file limit is %d, below the %d it needs (%v)", got, need, err))
 	}
