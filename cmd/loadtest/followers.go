@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,9 @@ type followersResult struct {
 	openTime  time.Duration
 	cpu       cpuSample // used over the window with followers
 	cpuBase   cpuSample // used over the window without
+	// self is this command's CPU time over the window with followers:
+	// the followers' client and the continuations, on the same cores.
+	self time.Duration
 }
 
 // statusRates are the database's Questions, Com_select and
@@ -167,10 +171,14 @@ func (l *loadtest) followersPhase(ctx context.Context) *followersResult {
 	time.Sleep(2 * time.Second) // past the ramp
 	from := time.Now()
 	base = l.cpu()
+	selfBase, _ := cpuTime(os.Getpid())
 	if res.with, err = l.db.rates(ctx, o.followWindow); err != nil {
 		res.fail(err)
 	}
 	res.cpu = l.since(base)
+	if now, err := cpuTime(os.Getpid()); err == nil {
+		res.self = now - selfBase
+	}
 	to := time.Now()
 	stop()
 	wg.Wait()
@@ -353,7 +361,8 @@ func (r *followersResult) rows() []row {
 // line is the phase's line under the table.
 func (r *followersResult) line() string {
 	return fmt.Sprintf("- followers: %s runs started in %s, continuing in this command's engine; %s of %s followers attached in %s;"+
-		" two windows of %s, without and with them; %s event lines in all%s; in the window without followers%s\n",
+		" two windows of %s, without and with them; %s event lines in all%s; this command (the clients and the continuations) %s of CPU"+
+		" in the window with them; in the window without them%s\n",
 		fmtInt(r.runs), fmtDur(r.setupTime), fmtInt(r.attached), fmtInt(r.n), fmtDur(r.openTime), fmtDur(r.window),
-		fmtInt(r.events), cpuNote(r.cpu, r.n, "follower")+failureNote(r.failures, r.firstErr), cpuNote(r.cpuBase, r.runs, "run"))
+		fmtInt(r.events), cpuNote(r.cpu, r.n, "follower")+failureNote(r.failures, r.firstErr), fmtDur(r.self), cpuNote(r.cpuBase, r.runs, "run"))
 }
