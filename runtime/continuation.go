@@ -113,6 +113,7 @@ func (c *Continuation) Run(ctx context.Context, obs Observer) Outcome {
 	// its run from every worker.
 	c.e.leases.hold(c)
 	defer c.e.leases.release(c)
+	defer c.e.feed.release(c)
 	out := c.execute(ctx)
 	out.RunID, out.Steps, out.Iterations, out.Usage = c.run.ID, c.steps, c.state.Iterations, c.state.Usage
 	if out.Err != nil {
@@ -125,6 +126,8 @@ func (c *Continuation) execute(ctx context.Context) Outcome {
 	if err := c.load(ctx); err != nil {
 		return Outcome{Status: StatusRunning, Err: err}
 	}
+	// From here on this continuation hands its run's followers each step.
+	c.e.feed.hold(c)
 	if c.unreadable {
 		return c.settle(ctx, StatusFailed, ReasonUnreadable, "", "the stored state cannot be read")
 	}
@@ -726,6 +729,7 @@ func (c *Continuation) record(ctx context.Context, kind EventKind, round int, to
 	} else {
 		step.Full = filter(PrivacyFull, p)
 	}
+	c.e.feed.publish(c, ev, cm.Status)
 	c.obs.OnStep(step)
 	return nil
 }

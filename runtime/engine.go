@@ -34,6 +34,7 @@ type Engine struct {
 	log       *slog.Logger
 	metrics   Metrics
 	leases    *leaseKeeper
+	feed      *feed
 	// publicURL is the base of the links notifications carry.
 	publicURL string
 
@@ -80,6 +81,7 @@ func New(o Options) *Engine {
 		e.metrics = noMetrics{}
 	}
 	e.leases = &leaseKeeper{store: e.store, lease: e.lease, log: e.log}
+	e.feed = newFeed(e)
 	return e
 }
 

@@ -12,21 +12,15 @@ import (
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
-// The event stream polls the store rather than listening to this process's
-// continuations, so that it sees the steps of any process on the same
-// database: another request, a worker, another server instance.
-const (
-	// eventPoll is how often a follower asks the store for new events.
-	eventPoll = 250 * time.Millisecond
-	// statusEvery is every how many quiet polls the run's status is read
-	// again. A run that pauses or settles records an event in the same
-	// commit, which triggers a read at once; this catches a change of status
-	// that records none, within a second.
-	statusEvery = 4
-	// pollGiveUp is how long polls may keep failing (a database restart)
-	// before the stream ends with an error line.
-	pollGiveUp = 30 * time.Second
-)
+// The event stream follows a run through the engine's feed (runtime.Watch):
+// it sees the steps of any process on the same database — another request,
+// a worker, another server instance — while the process asks the store
+// once per interval for all its followed runs, and nothing at all for a
+// run one of its own continuations carries out.
+
+// followGiveUp is how long a follower's own reads may keep failing (a
+// database restart) before its stream ends with an error line.
+const followGiveUp = 30 * time.Second
 
 func toEventLine(e runtime.Event) eventLine {
 	payload := e.Payload
@@ -147,66 +141,63 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, ps httprouter
 }
 
 // follow sends the events recorded after seq last as they appear, then the
-// end line once the run is settled or waiting. It re-reads the status right
-// away when the run was not live at attach time, in case a decision moved it
-// on meanwhile.
+// end line once the run is settled or waiting. When the run was not live
+// at attach time it looks once more right away, in case a decision moved
+// it on meanwhile; otherwise it waits on the feed.
 func (s *Server) follow(ctx context.Context, st *stream, stop func(), id int64, actor runtime.Actor, last int, status runtime.Status) {
-	tick := time.NewTicker(eventPoll)
-	defer tick.Stop()
-	var failingSince time.Time
-	checkNow := !live(status)
-	for polls := 1; ; polls++ {
-		if !checkNow {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+	if !live(status) {
+		ended, err := s.poll(ctx, st, id, actor, &last, &status)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil && ended:
+			stop()
+			st.send(lineEnd, endLine{Type: "end", Status: status})
+			return
+		case err != nil:
+			s.log.Warn("event stream read failed", "run", id, "err", err)
 		}
-		ended, err := s.poll(ctx, st, id, actor, &last, &status, checkNow || polls%statusEvery == 0)
-		checkNow = false
+	}
+	w := s.events.Watch(id, last)
+	defer w.Close()
+	for {
+		u, err := w.Next(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			if failingSince.IsZero() {
-				failingSince = time.Now()
-			}
-			s.log.Warn("event stream poll failed", "run", id, "err", err)
-			if time.Since(failingSince) < pollGiveUp {
-				continue
-			}
 			stop()
 			st.send(lineError, errorLine{Type: "error", Code: "unavailable", AfterSeq: last,
 				Message: "the run's events cannot be read right now; reconnect with after_seq"})
 			return
-		case ended:
+		case u.Ended != "":
 			stop()
-			st.send(lineEnd, endLine{Type: "end", Status: status})
+			st.send(lineEnd, endLine{Type: "end", Status: u.Ended})
 			return
 		}
-		failingSince = time.Time{}
+		for _, e := range u.Events {
+			st.send(lineEvent, toEventLine(e))
+			last = e.Seq
+		}
 	}
 }
 
-// poll sends the events recorded after *last. When it sent some, or when
-// check is set, it reads the run's status again; once the run is no longer
-// live it sends the events committed up to that status too and reports that
-// the stream ended.
-func (s *Server) poll(ctx context.Context, st *stream, id int64, actor runtime.Actor, last *int, status *runtime.Status, check bool) (ended bool, err error) {
-	drain := func() (int, error) {
+// poll sends the events recorded after *last and reads the run's status
+// again; once the run is no longer live it sends the events committed up
+// to that status too and reports that the stream ended.
+func (s *Server) poll(ctx context.Context, st *stream, id int64, actor runtime.Actor, last *int, status *runtime.Status) (ended bool, err error) {
+	drain := func() error {
 		evs, err := s.events.Events(ctx, id, *last)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		for _, e := range evs {
 			st.send(lineEvent, toEventLine(e))
 			*last = e.Seq
 		}
-		return len(evs), nil
+		return nil
 	}
-	n, err := drain()
-	if err != nil || (n == 0 && !check) {
+	if err := drain(); err != nil {
 		return false, err
 	}
 	run, _, err := s.engine.Visible(ctx, id, actor)
@@ -217,7 +208,7 @@ func (s *Server) poll(ctx context.Context, st *stream, id int64, actor runtime.A
 	if live(run.Status) {
 		return false, nil
 	}
-	if _, err := drain(); err != nil {
+	if err := drain(); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -112,49 +112,77 @@ func (f *follower) firstLine() followingLine {
 
 // Run sends every event the winner's continuation records to obs as a
 // step, and returns the run's outcome once it waits or is settled. It
-// stops when ctx ends (the client left): its outcome then says the run
-// continues elsewhere, as it does when the store stays unreadable for
-// pollGiveUp.
+// reads what was recorded since the decision once (Engine.Follow), then
+// waits on the process's feed, and reads the run once more at its end for
+// the outcome. It stops when ctx ends (the client left): its outcome then
+// says the run continues elsewhere, as it does when the store stays
+// unreadable.
 func (f *follower) Run(ctx context.Context, obs runtime.Observer) runtime.Outcome {
 	if f.release != nil {
 		f.release()
 	}
-	tick := time.NewTicker(eventPoll)
-	defer tick.Stop()
-	var (
-		last         int
-		failingSince time.Time
-	)
+	running := func(err error) runtime.Outcome {
+		return runtime.Outcome{RunID: f.id, Status: runtime.StatusRunning, Err: err}
+	}
+	show := func(evs []runtime.Event) {
+		for _, ev := range evs {
+			st := runtime.Step{Event: ev}
+			if f.sum.MayRead {
+				st.Full = ev.Payload
+			}
+			obs.OnStep(st)
+		}
+	}
+	last := 0
+	for {
+		got, err := f.look(ctx, last)
+		if err != nil {
+			return running(err)
+		}
+		show(got.Events)
+		last = got.Last
+		if got.Outcome != nil {
+			return *got.Outcome
+		}
+		// Every event after last was recorded after this look, so after
+		// the decision: the feed's are all the winner's.
+		w := f.s.events.Watch(f.id, last)
+		for {
+			u, err := w.Next(ctx)
+			if err != nil {
+				w.Close()
+				return running(err)
+			}
+			if u.Ended != "" {
+				break
+			}
+			show(u.Events)
+			last = u.Events[len(u.Events)-1].Seq
+		}
+		w.Close()
+	}
+}
+
+// look is one Engine.Follow, retried while the store fails, for
+// followGiveUp at most.
+func (f *follower) look(ctx context.Context, last int) (runtime.Followed, error) {
+	var failingSince time.Time
 	for {
 		got, err := f.s.engine.Follow(ctx, f.id, f.actor, f.sum.DecidedAt, last)
-		switch {
-		case err == nil:
-			failingSince = time.Time{}
-			for _, ev := range got.Events {
-				st := runtime.Step{Event: ev}
-				if f.sum.MayRead {
-					st.Full = ev.Payload
-				}
-				obs.OnStep(st)
-			}
-			last = got.Last
-			if got.Outcome != nil {
-				return *got.Outcome
-			}
-		case ctx.Err() != nil:
-		default:
-			if failingSince.IsZero() {
-				failingSince = time.Now()
-			}
-			f.s.log.Warn("following a decision failed", "run", f.id, "err", err)
-			if time.Since(failingSince) >= pollGiveUp {
-				return runtime.Outcome{RunID: f.id, Status: runtime.StatusRunning, Err: err}
-			}
+		if err == nil || ctx.Err() != nil {
+			return got, err
+		}
+		if failingSince.IsZero() {
+			failingSince = time.Now()
+		}
+		f.s.log.Warn("following a decision failed", "run", f.id, "err", err)
+		if time.Since(failingSince) >= followGiveUp {
+			return got, err
 		}
 		select {
 		case <-ctx.Done():
-			return runtime.Outcome{RunID: f.id, Status: runtime.StatusRunning, Err: ctx.Err()}
-		case <-tick.C:
+			return got, ctx.Err()
+		case <-time.After(runtime.FollowInterval):
 		}
 	}
 }

@@ -42,10 +42,12 @@ type Catalog interface {
 	Configurations(ctx context.Context) ([]*runtime.Configuration, error)
 }
 
-// EventLog reads a run's stored events, for the event stream.
+// EventLog reads a run's stored events, for the event stream, and
+// watches for new ones through the process's one feed (runtime.Watch).
 type EventLog interface {
 	Events(ctx context.Context, runID int64, afterSeq int) ([]runtime.Event, error)
 	LastSeq(ctx context.Context, runID int64) (int, error)
+	Watch(runID int64, afterSeq int) *runtime.Watch
 }
 
 // Users is what sign-in needs of the store.

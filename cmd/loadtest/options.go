@@ -18,13 +18,15 @@ const (
 	phaseFirstLine = "first-line"
 	phaseDurable   = "durable"
 	phaseSignin    = "signin"
+	phaseFollowers = "followers"
 )
 
-var allPhases = []string{phaseStreams, phaseFirstLine, phaseDurable, phaseSignin}
+var allPhases = []string{phaseStreams, phaseFirstLine, phaseDurable, phaseSignin, phaseFollowers}
 
 // defaultPhases run without --phases: signin only when named, for it
 // measures something else (the cost of an attack, not of decisions) and
-// wants the server started with --trusted-proxies.
+// wants the server started with --trusted-proxies; followers only when
+// named, for it holds the database busy with its runs for minutes.
 var defaultPhases = []string{phaseStreams, phaseFirstLine, phaseDurable}
 
 // maxHold is the longest hold: slow_task works for at most 120 s.
@@ -57,6 +59,11 @@ type options struct {
 
 	signinN      int
 	signinRounds int
+
+	followers    int
+	followedRuns int
+	followTick   time.Duration
+	followWindow time.Duration
 
 	firstLineHold    time.Duration
 	setupConcurrency int
@@ -106,6 +113,16 @@ Markdown table of what it measured against the project's targets:
               one address, which is throttled (429) once 20 of them failed.
               Not run by default: name it, --phases signin. Needs neither
               --dsn nor --token.
+  followers   --followers clients follow --followed-runs runs through GET
+              /api/runs/:id/events while the runs continue (this command's
+              own engine runs them, a step every --follow-tick each: another
+              process, as a worker would be, so the server's poller serves
+              its followers). Measures the database's queries per second
+              (SHOW GLOBAL STATUS: Questions, Com_select) over
+              --follow-window without followers, then with them, and the
+              delivery latency of every event line in the second window: its
+              arrival minus its created_at (the database's commit time).
+              Not run by default: name it, --phases followers. Needs --dsn.
 
 With --dsn (the server's database) it creates its user, a token, the load
 configurations and the waiting runs itself, in bulk; TURNSTILE_STATE_KEYS
@@ -152,7 +169,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&o.token, "token", "", "bearer token (tst_…) with run:start and run:decide; created when --dsn is given and this is empty")
 	fs.StringVar(&o.dsn, "dsn", getenv("TURNSTILE_DSN"), "the server's MySQL DSN, to create the user, token, configurations and waiting runs directly [TURNSTILE_DSN]")
 	fs.StringVar(&o.user, "user", "loadtest", "with --dsn: the user that owns the runs and decides them (created when absent, with the approve grant and no password)")
-	phases := fs.String("phases", strings.Join(defaultPhases, ","), "comma-separated phases to run: streams, first-line, durable, signin (signin only when named)")
+	phases := fs.String("phases", strings.Join(defaultPhases, ","), "comma-separated phases to run: streams, first-line, durable, signin, followers (signin and followers only when named)")
 	fs.IntVar(&o.streams, "streams", 10000, "streams phase: concurrent streamed continuations")
 	fs.DurationVar(&o.hold, "hold", 90*time.Second, "streams phase: how long each continuation works silently after the approval (at most 120s)")
 	fs.IntVar(&o.openConcurrency, "open-concurrency", 256, "streams phase: decisions posted at once while the streams open (a stream frees its slot at its first line)")
@@ -168,6 +185,10 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.IntVar(&o.durableConcurrency, "durable-concurrency", 64, "durable phase: concurrent clients")
 	fs.IntVar(&o.signinN, "signin-n", 60, "signin phase: wrong-password sign-ins posted at the same moment, each from its own client, name and X-Forwarded-For address")
 	fs.IntVar(&o.signinRounds, "signin-rounds", 3, "signin phase: how many times, each after the last one's answers arrived")
+	fs.IntVar(&o.followers, "followers", 10000, "followers phase: event-stream followers")
+	fs.IntVar(&o.followedRuns, "followed-runs", 1000, "followers phase: continuing runs they follow, evenly")
+	fs.DurationVar(&o.followTick, "follow-tick", time.Second, "followers phase: how long each of a run's slow_task calls takes: a step every tick")
+	fs.DurationVar(&o.followWindow, "follow-window", 15*time.Second, "followers phase: each of the two measuring windows, without and with followers")
 	fs.IntVar(&o.setupConcurrency, "setup-concurrency", 32, "runs started at once while preparing a phase")
 	fs.DurationVar(&o.firstLineHold, "first-line-hold", 2*time.Second, "first-line phase: how long each continuation works silently after its first line, so that a burst's continuations do not finish while the rest of it waits; in the steady part, each client posts about one decision per hold")
 	fs.StringVar(&o.printConfig, "print-config", "", "print the hold, first-line or quick configuration as YAML for \"turnstile config apply\" (needed without --dsn), and exit")
@@ -250,7 +271,7 @@ func (o *options) validate() error {
 		{"--first-line-rounds", o.firstLineRounds}, {"--steady-n", o.steadyN}, {"--steady-decisions", o.steadyDecisions},
 		{"--durable-n", o.durableN},
 		{"--durable-concurrency", o.durableConcurrency}, {"--signin-n", o.signinN}, {"--signin-rounds", o.signinRounds},
-		{"--setup-concurrency", o.setupConcurrency}} {
+		{"--setup-concurrency", o.setupConcurrency}, {"--followers", o.followers}, {"--followed-runs", o.followedRuns}} {
 		if c.v < 1 {
 			return fmt.Errorf("%s must be at least 1, not %d", c.name, c.v)
 		}
@@ -276,6 +297,12 @@ func (o *options) validate() error {
 		return fmt.Errorf("--hold must be whole seconds, not %s", o.hold)
 	case o.firstLineHold < 0 || o.firstLineHold > maxHold || o.firstLineHold%time.Second != 0:
 		return fmt.Errorf("--first-line-hold must be whole seconds between 0s and %s, not %s", maxHold, o.firstLineHold)
+	case o.followTick < 100*time.Millisecond || o.followTick > maxHold:
+		return fmt.Errorf("--follow-tick must be between 100ms and %s, not %s", maxHold, o.followTick)
+	case o.followWindow < time.Second:
+		return fmt.Errorf("--follow-window must be at least 1s, not %s", o.followWindow)
+	case slices.Contains(o.phases, phaseFollowers) && o.dsn == "":
+		return errors.New("the followers phase needs --dsn: it runs the followed continuations itself and reads the database's counters")
 	case slices.Contains(o.phases, phaseStreams) && o.hold < 2*o.keepalive:
 		return fmt.Errorf("--hold (%s) must be at least twice --keepalive (%s), or a held stream sees no keepalive to time", o.hold, o.keepalive)
 	}

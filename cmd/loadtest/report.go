@@ -46,6 +46,7 @@ type report struct {
 	firstLine *firstLineResult
 	durable   *durableResult
 	signin    *signinResult
+	followers *followersResult
 }
 
 func (r *report) note(s string) { r.notes = append(r.notes, s) }
@@ -121,6 +122,9 @@ func (r *report) rows() []row {
 	}
 	if s := r.signin; s != nil {
 		rows = append(rows, s.rows()...)
+	}
+	if f := r.followers; f != nil {
+		rows = append(rows, f.rows()...)
 	}
 	return rows
 }
@@ -226,6 +230,9 @@ func (r *report) write(w io.Writer) {
 		fmt.Fprintf(w, "- signin: %s of %d wrong-password sign-ins at once, %s posted in %s; answer max %s%s\n",
 			s.roundsText(), s.n, fmtInt(s.posted), fmtDur(s.phaseTime), fmtDur(s.latency.max),
 			cpuNote(s.cpu, s.posted, "attempt")+failureNote(s.failures, s.firstErr))
+	}
+	if f := r.followers; f != nil {
+		fmt.Fprint(w, f.line())
 	}
 	for _, n := range r.notes {
 		fmt.Fprintf(w, "- note: %s\n", n)
