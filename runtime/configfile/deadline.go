@@ -2,10 +2,6 @@ package configfile
 
 import "github.com/turnstile-dev/turnstile/runtime"
 
-// deadlineKeys are the keys of a runtime.Deadline, at the top of a
-// configuration and in each tool's policy.
-var deadlineKeys = []string{"decision_timeout", "on_timeout", "escalate_grant"}
-
 // deadline reads the deadline keys of a mapping (the configuration's or
 // a tool policy's), each error at the line of the key it is about. Only a
 // sound deadline is returned, so Normalize never reports it again without
