@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -75,16 +74,8 @@ var errRetryLost = errors.New("no failed delivery")
 func (s *Store) OldestPendingAge(ctx context.Context) (time.Duration, bool, error) {
 	// webhook_deliveries_due's status prefix finds the pending rows; they
 	// are few unless receivers are down, which is when this matters.
-	var micros sql.NullInt64
-	err := s.db.GetContext(ctx, &micros, `
+	return s.oldestAge(ctx, "oldest pending delivery", `
 		SELECT TIMESTAMPDIFF(MICROSECOND, MIN(created_at), NOW(6)) FROM webhook_deliveries WHERE status = 'pending'`)
-	if err != nil {
-		return 0, false, fmt.Errorf("store: oldest pending delivery: %w", err)
-	}
-	if !micros.Valid {
-		return 0, false, nil
-	}
-	return max(time.Duration(micros.Int64)*time.Microsecond, 0), true, nil
 }
 
 // FailedDeliveriesOfRun returns the deliveries about a run that the

@@ -99,11 +99,24 @@ func (p *admission) choose(ctx context.Context, w want) (path string, release fu
 func (p *admission) acquire() (release func(), ok bool) {
 	select {
 	case p.slots <- struct{}{}:
-		var once sync.Once
-		return func() { once.Do(func() { <-p.slots }) }, true
+		return p.releaser(), true
 	default:
 		return func() {}, false
 	}
+}
+
+// waitSlot takes a continuation slot, waiting for one to free up: a run
+// of a bulk beyond the free slots, claimed already, waits its turn. It
+// does not give up when the client leaves.
+func (p *admission) waitSlot() (release func()) {
+	p.slots <- struct{}{}
+	return p.releaser()
+}
+
+// releaser gives a taken slot back, once however often it is called.
+func (p *admission) releaser() func() {
+	var once sync.Once
+	return func() { once.Do(func() { <-p.slots }) }
 }
 
 // SlotsInUse is how many continuations run inside requests right now.

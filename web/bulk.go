@@ -135,15 +135,6 @@ func (s *Server) bulkPaths(ctx context.Context, n int, stream bool) (paths []str
 	return paths, held, nil
 }
 
-// waitSlot takes a continuation slot, waiting for one to free up: a run
-// of a bulk beyond the free slots, claimed already, waits its turn. It
-// does not give up when the client leaves.
-func (p *admission) waitSlot() (release func()) {
-	p.slots <- struct{}{}
-	var once sync.Once
-	return func() { once.Do(func() { <-p.slots }) }
-}
-
 // decideMany carries a bulk through the pipeline and answers it on sf.
 func (s *Server) decideMany(w http.ResponseWriter, r *http.Request, sf *surface, reqs []runtime.DecideRequest) {
 	stream := wantsStream(r)
