@@ -306,9 +306,10 @@ func (p *pipeline) won(c Claim, d DecisionRecord) *Continuation {
 	return p.e.continuation(&run, p.cfg, p.state, &d)
 }
 
-// lost classifies a claim someone else won.
+// lost classifies a claim someone else won, as the winner left the run:
+// on a cluster the winner may have committed on another node.
 func (p *pipeline) lost(ctx context.Context) error {
-	run, err := p.e.store.Run(ctx, p.runID)
+	run, err := p.e.store.RunSynced(ctx, p.runID)
 	if err != nil {
 		return fmt.Errorf("runtime: classify lost claim of run %d: %w", p.runID, err)
 	}

@@ -59,6 +59,10 @@ func (e *Engine) Work(ctx context.Context, n int, poll time.Duration) {
 	wg.Wait()
 }
 
+// workerClaimTries bounds how many decided runs a worker tries to claim
+// in a row when others take them first, before it looks for other work.
+const workerClaimTries = 3
+
 // claim takes the next run a worker should execute, or nil: a decided
 // run, else an expired pause (settled by its own claim), else a queued
 // run, else a running run whose holder died.
@@ -71,6 +75,11 @@ func (e *Engine) claim(ctx context.Context) (*Continuation, error) {
 	ctx = context.WithoutCancel(ctx)
 	holder := holderID()
 	run, err := e.store.ClaimDecided(ctx, holder, e.lease)
+	// Lost: another worker took that run first (on a cluster, one on
+	// another node, whose lock this node never saw). The next one, then.
+	for try := 1; errors.Is(err, ErrClaimLost) && try < workerClaimTries; try++ {
+		run, err = e.store.ClaimDecided(ctx, holder, e.lease)
+	}
 	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrClaimLost) {
 		if err != nil {
 			return nil, err

@@ -62,9 +62,12 @@ func (s *Store) claimOne(ctx context.Context, c runtime.Claim) error {
 	sc.add("COMMIT")
 	// A claim that lost a lock race is tried again: it wins, or its guard
 	// sees what the winner did and says the claim is lost, which the
-	// pipeline classifies. Never a 500 for a racer.
+	// pipeline classifies. One that loses every try (on a cluster, to a
+	// winner whose commit this node has not applied yet) is lost as well:
+	// the classification's read waits for that commit. Never a 500 for a
+	// racer.
 	res, err := sc.runContended(ctx, s.db)
-	if isDuplicate(err) {
+	if isDuplicate(err) || isContention(err) {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
 	}
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 // web layer reads.
 type Store struct {
 	db      *sqlx.DB
+	synced  *sqlx.DB // see SyncReads; nil on a single server
 	configs configCache
 	claims  claimQueue
 }
@@ -39,6 +40,12 @@ func (s *Store) DB() *sqlx.DB { return s.db }
 // client (one round trip per statement instead of three), and a database
 // session in UTC so DATETIME(6) values compare with Go's clock.
 func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
+	return open(ctx, dsn, nil, 64)
+}
+
+// open is Open with session variables of its own (sent by the driver as
+// SET statements on every new connection) and a pool of size connections.
+func open(ctx context.Context, dsn string, session map[string]string, size int) (*sqlx.DB, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: parse dsn: %w", err)
@@ -53,12 +60,15 @@ func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
 		cfg.Params = map[string]string{}
 	}
 	cfg.Params["time_zone"] = "'+00:00'"
+	for k, v := range session {
+		cfg.Params[k] = v
+	}
 	db, err := sqlx.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	db.SetMaxOpenConns(64)
-	db.SetMaxIdleConns(64)
+	db.SetMaxOpenConns(size)
+	db.SetMaxIdleConns(size)
 	db.SetConnMaxLifetime(time.Hour)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()

@@ -17,7 +17,7 @@ import (
 // LastSeq returns the highest event seq of a run, 0 when it has none.
 func (s *Store) LastSeq(ctx context.Context, runID int64) (int, error) {
 	var seq int
-	err := s.db.GetContext(ctx, &seq, `SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?`, runID)
+	err := s.reads().GetContext(ctx, &seq, `SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?`, runID)
 	if err != nil {
 		return 0, fmt.Errorf("store: last seq of run %d: %w", runID, err)
 	}
@@ -27,7 +27,7 @@ func (s *Store) LastSeq(ctx context.Context, runID int64) (int, error) {
 // Events returns a run's events after a seq, in order.
 func (s *Store) Events(ctx context.Context, runID int64, afterSeq int) ([]runtime.Event, error) {
 	var evs []runtime.Event
-	err := s.db.SelectContext(ctx, &evs, `
+	err := s.reads().SelectContext(ctx, &evs, `
 		SELECT run_id, seq, kind, round, duration_ms, payload, created_at
 		FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, afterSeq)
 	if err != nil {
@@ -116,7 +116,7 @@ func (s *Store) FollowedEvents(ctx context.Context, after map[int64]int, limit i
 	q.WriteString(` ORDER BY run_id, seq LIMIT ?)`)
 	args = append(args, limit)
 	var rows []followedRow
-	if err := s.db.SelectContext(ctx, &rows, q.String(), args...); err != nil {
+	if err := s.reads().SelectContext(ctx, &rows, q.String(), args...); err != nil {
 		return b, fmt.Errorf("store: events of %d followed runs: %w", len(after), err)
 	}
 	for _, r := range rows {

@@ -78,6 +78,9 @@ func (s *Store) TakeOver(ctx context.Context, runID int64, claimedBy string, lea
 			updated_at = NOW(6)
 		WHERE id = ? AND status = 'running' AND lease_expires_at < NOW(6)`,
 		claimedBy, micros(lease), runID)
+	if isContention(err) {
+		err = runtime.ErrClaimLost // another node's worker took it first
+	}
 	if err := oneRow(res, err, runtime.ErrClaimLost); err != nil {
 		return fmt.Errorf("store: take over run %d: %w", runID, err)
 	}

@@ -86,8 +86,6 @@ func (sc *script) run(ctx context.Context, db *sqlx.DB) (scriptResult, error) {
 	return res, err
 }
 
-// exec sends the script on a connection the caller holds, as one packet,
-// and leaves what a failure left open to the caller.
 // contendedTries bounds how often a script that met a deadlock or a lock
 // wait timeout is run again.
 const contendedTries = 3
@@ -105,6 +103,8 @@ func (sc *script) runContended(ctx context.Context, db *sqlx.DB) (scriptResult, 
 	return res, err
 }
 
+// exec sends the script on a connection the caller holds, as one packet,
+// and leaves what a failure left open to the caller.
 func (sc *script) exec(ctx context.Context, conn *sql.Conn) (scriptResult, error) {
 	named := make([]driver.NamedValue, len(sc.args))
 	for i, a := range sc.args {

@@ -12,32 +12,43 @@ import (
 
 // claimNext hands the oldest run of a status to a new holder. SKIP LOCKED
 // lets many workers claim side by side without waiting on each other's
-// candidates; the guarded UPDATE is what makes the claim count.
+// candidates; the guarded UPDATE is what makes the claim count. On a
+// cluster that lock holds on this node only: a worker on another node that
+// took the same run makes this claim fail its certification, a deadlock
+// error, which is a lost claim like a guard that said no.
 func (s *Store) claimNext(ctx context.Context, status runtime.Status, order, claimedBy string, lease time.Duration) (*runtime.Run, error) {
-	tx, err := s.db.BeginTxx(ctx, nil)
+	id, err := s.claimNextID(ctx, status, order, claimedBy, lease)
+	if isContention(err) {
+		return nil, runtime.ErrClaimLost
+	}
 	if err != nil {
 		return nil, err
+	}
+	return s.Run(ctx, id)
+}
+
+func (s *Store) claimNextID(ctx context.Context, status runtime.Status, order, claimedBy string, lease time.Duration) (int64, error) {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, err
 	}
 	defer tx.Rollback()
 	var id int64
 	err = tx.GetContext(ctx, &id, `SELECT id FROM runs WHERE status = ? ORDER BY `+order+` LIMIT 1 FOR UPDATE SKIP LOCKED`, status)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, runtime.ErrNotFound
+		return 0, runtime.ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	res, err := tx.ExecContext(ctx, `
 		UPDATE runs SET status = 'running', claimed_by = ?,
 			lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND, updated_at = NOW(6)
 		WHERE id = ? AND status = ?`, claimedBy, micros(lease), id, status)
 	if err := oneRow(res, err, runtime.ErrClaimLost); err != nil {
-		return nil, err
+		return 0, err
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, err
-	}
-	return s.Run(ctx, id)
+	return id, tx.Commit()
 }
 
 // ClaimDecided claims the oldest decided run for a worker; runtime.ErrNotFound

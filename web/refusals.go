@@ -26,6 +26,11 @@ const (
 	// codeBusy: every continuation slot is taken and no worker could take
 	// the decision instead. Nothing was claimed.
 	codeBusy runtime.Code = "busy"
+	// codeNotReady: the database node cannot answer for now (Galera's
+	// 1047: it is outside the cluster's primary component). Whatever the
+	// request did not get to write is not written; the same request a
+	// moment later, or to an instance on another node, goes through.
+	codeNotReady runtime.Code = "database_not_ready"
 	// codeTooLarge: the body is over the limit.
 	codeTooLarge runtime.Code = "body_too_large"
 	// codeInternal: anything that is not a refusal.
@@ -61,6 +66,7 @@ var answers = map[runtime.Code]answer{
 	runtime.CodeInvalidRequest:        {http.StatusSeeOther, http.StatusBadRequest, "Run %[1]d: %[2]s."},
 	codeInvalidBulk:                   {html: http.StatusBadRequest, api: http.StatusBadRequest},
 	codeBusy:                          {html: http.StatusServiceUnavailable, api: http.StatusServiceUnavailable},
+	codeNotReady:                      {html: http.StatusServiceUnavailable, api: http.StatusServiceUnavailable},
 	codeTooLarge:                      {html: http.StatusRequestEntityTooLarge, api: http.StatusRequestEntityTooLarge},
 	codeInternal:                      {html: http.StatusInternalServerError, api: http.StatusInternalServerError},
 	codeUnauthorized:                  {html: http.StatusUnauthorized, api: http.StatusUnauthorized},
@@ -69,6 +75,9 @@ var answers = map[runtime.Code]answer{
 
 // errBusy: see codeBusy.
 var errBusy = &runtime.Refusal{Code: codeBusy, Message: "the server runs as many continuations as it may; try again in a few seconds"}
+
+// errNotReady: see codeNotReady.
+var errNotReady = &runtime.Refusal{Code: codeNotReady, Message: "the database is not ready; try again in a few seconds"}
 
 // errTooLarge: see codeTooLarge.
 var errTooLarge = &runtime.Refusal{Code: codeTooLarge, Message: fmt.Sprintf("the body is larger than the %d bytes this API takes", maxAPIBytes)}
@@ -81,6 +90,10 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sf *surface, id 
 	case errors.As(err, &ref):
 	case errors.Is(err, runtime.ErrNotFound):
 		ref = &runtime.Refusal{Code: runtime.CodeNotFound, Message: fmt.Sprintf("no run %d", id)}
+	case s.notReady(err):
+		s.log.Warn("database node not ready (not in the cluster's primary component); answered 503, the client may try again",
+			"method", r.Method, "path", r.URL.Path, "err", err)
+		ref = errNotReady
 	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		ref = &runtime.Refusal{Code: codeInternal, Message: "something went wrong on our side"}
@@ -92,7 +105,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sf *surface, id 
 	if ref.Code != codeInternal && sf.name != "" {
 		s.metrics.Refused(sf.name, string(ref.Code))
 	}
-	if ref.Code == codeBusy {
+	if ref.Code == codeBusy || ref.Code == codeNotReady {
 		w.Header().Set("Retry-After", "5")
 	}
 	if !sf.html(r) {

@@ -115,6 +115,10 @@ type Deps struct {
 	// Webhooks shows admins a run's failed notifications on its page;
 	// nil shows none.
 	Webhooks Webhooks
+	// NotReady tells an error of a database that cannot answer for a
+	// moment (a cluster node outside the primary component): the request
+	// is then answered 503 with Retry-After, not 500. Nil: none is.
+	NotReady func(error) bool
 }
 
 // DefaultKeepalive is the default --keepalive.
@@ -141,6 +145,7 @@ type Server struct {
 	// trustedProxies: see Deps.TrustedProxies.
 	trustedProxies []netip.Prefix
 	webhooks       Webhooks
+	notReady       func(error) bool
 }
 
 // New returns a server.
@@ -148,7 +153,7 @@ func New(d Deps) *Server {
 	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, catalog: d.Catalog, events: d.Events, sessions: d.Sessions,
 		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout,
 		admission: newAdmission(d.DecisionPath, d.MaxContinuations, d.Workers), metrics: d.Metrics,
-		guard: newLoginGuard(), trustedProxies: d.TrustedProxies, webhooks: d.Webhooks}
+		guard: newLoginGuard(), trustedProxies: d.TrustedProxies, webhooks: d.Webhooks, notReady: d.NotReady}
 	if s.keepalive <= 0 {
 		s.keepalive = DefaultKeepalive
 	}
@@ -160,6 +165,9 @@ func New(d Deps) *Server {
 	s.at.history = &surface{html: s.at.page.html, back: func(int64) string { return "/runs" }, ownWords: true}
 	if s.metrics == nil {
 		s.metrics = noMetrics{}
+	}
+	if s.notReady == nil {
+		s.notReady = func(error) bool { return false }
 	}
 	s.lines = make(map[string]func(), len(lineTypes))
 	for _, t := range lineTypes {

@@ -130,7 +130,14 @@ func startServe(t *testing.T, dsn string, args ...string) *server {
 // test ends if the test did not stop it.
 func startWork(t *testing.T, r *rig, args ...string) *server {
 	t.Helper()
-	p := startChild(t, childEnv(), append([]string{"work", "--dsn", r.DSN}, args...)...)
+	return startWorkOn(t, r, r.DSN, args...)
+}
+
+// startWorkOn is startWork on another DSN of the rig's database: another
+// node of a cluster.
+func startWorkOn(t *testing.T, r *rig, dsn string, args ...string) *server {
+	t.Helper()
+	p := startChild(t, childEnv(), append([]string{"work", "--dsn", dsn}, args...)...)
 	waitWorkerRow(t, r, p.cmd.Process.Pid, 30*time.Second)
 	return p
 }

@@ -453,30 +453,46 @@ func TestDatabaseRestartMidContinuation(t *testing.T) {
 
 // 7. Two worker processes and 200 decided runs: each run is executed once.
 func TestTwoWorkerProcessesExecuteEachDecidedRunOnce(t *testing.T) {
-	const n = 200
 	r := newRig(t, pacedYAML("batch", 0, 20*time.Millisecond, 0))
+	runs := decidedRuns(t, r, "batch", 200)
+	// A longer lease: nothing dies here, and a slow renewal on a loaded
+	// machine must not look like a dead holder.
+	long := "--lease=20s"
+	w1 := startWork(t, r, long, "--workers", "4")
+	w2 := startWork(t, r, long, "--workers", "4")
+	checkEachExecutedOnce(t, r, runs, w1, w2)
+}
+
+// decidedRuns starts n runs of a configuration and approves each on the
+// durable path, so that they wait for a worker.
+func decidedRuns(t *testing.T, r *rig, configuration string, n int) []waitingRun {
+	t.Helper()
 	ctx := context.Background()
 	runs := make([]waitingRun, n)
 	for i := range runs {
-		runs[i] = r.waiting(t, "batch")
+		runs[i] = r.waiting(t, configuration)
 		c, err := r.Engine.Decide(ctx, runtime.DecideRequest{RunID: runs[i].id, Digest: runs[i].digest,
 			Decision: runtime.DecisionApprove, Actor: r.operator, Path: runtime.PathDurable})
 		if err != nil || c != nil {
 			t.Fatalf("durable decision of run %d = %v, %v; want no continuation and no error", runs[i].id, c, err)
 		}
 	}
-	// A longer lease: nothing dies here, and a slow renewal on a loaded
-	// machine must not look like a dead holder.
-	long := "--lease=20s"
-	w1 := startWork(t, r, long, "--workers", "4")
-	w2 := startWork(t, r, long, "--workers", "4")
+	return runs
+}
 
+// checkEachExecutedOnce waits until every decided run completed, then
+// asserts that each was executed exactly once among the worker processes
+// (which it stops): one refund per order, events 1..N with one approval
+// and one settle, every decision executed, one "finished" per run.
+func checkEachExecutedOnce(t *testing.T, r *rig, runs []waitingRun, workers ...*server) {
+	t.Helper()
+	n := len(runs)
 	var done int
-	if !testrig.Eventually(60*time.Second, func() bool {
+	if !testrig.Eventually(90*time.Second, func() bool {
 		done = r.Count(t, `SELECT COUNT(*) FROM runs WHERE status = 'completed'`)
 		return done == n
 	}) {
-		t.Fatalf("%d of %d runs completed within 60s", done, n)
+		t.Fatalf("%d of %d runs completed within 90s", done, n)
 	}
 
 	var badRefunds []struct {
@@ -519,19 +535,27 @@ func TestTwoWorkerProcessesExecuteEachDecidedRunOnce(t *testing.T) {
 		t.Errorf("%d decisions not executed to completion", unexecuted)
 	}
 
-	for _, wk := range []*server{w1, w2} {
+	finished := make([]map[int64][]string, len(workers))
+	for i, wk := range workers {
 		if _, code := terminate(t, wk, 15*time.Second); code != 0 {
 			t.Errorf("turnstile work exit status = %d, want 0", code)
 		}
+		finished[i] = finishedBy(t, wk)
 	}
-	f1, f2 := finishedBy(t, w1), finishedBy(t, w2)
 	for _, w := range runs {
-		got := append(append([]string(nil), f1[w.id]...), f2[w.id]...)
+		var got []string
+		for _, f := range finished {
+			got = append(got, f[w.id]...)
+		}
 		if !slices.Equal(got, []string{"completed"}) {
-			t.Errorf("run %d was finished %v by the two processes, want once, completed", w.id, got)
+			t.Errorf("run %d was finished %v by the worker processes, want once, completed", w.id, got)
 		}
 	}
-	t.Logf("the two worker processes finished %d and %d runs", len(f1), len(f2))
+	counts := make([]int, len(finished))
+	for i, f := range finished {
+		counts[i] = len(f)
+	}
+	t.Logf("the worker processes finished %v runs", counts)
 }
 
 // 8. A cancel requested while a draining server hands a continuation back

@@ -16,6 +16,7 @@ import (
 	"github.com/alexedwards/scs/mysqlstore"
 	"github.com/alexedwards/scs/v2"
 
+	"github.com/turnstile-dev/turnstile/store"
 	"github.com/turnstile-dev/turnstile/web"
 )
 
@@ -85,7 +86,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	server := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Catalog: a.store,
 		Events: a.engine, Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout,
 		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store, Metrics: a.metrics,
-		TrustedProxies: proxies, Webhooks: a.store})
+		TrustedProxies: proxies, Webhooks: a.store, NotReady: store.NotReady})
 	if err := a.metrics.WatchSlots(server); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

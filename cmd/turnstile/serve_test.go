@@ -47,6 +47,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	stopGalera()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -27,7 +27,10 @@ import (
 
 // app is what every command that touches the database shares.
 type app struct {
-	db     *sqlx.DB
+	db *sqlx.DB
+	// synced is the pool of the reads that wait for a cluster's commits
+	// (store.SyncReads); nil on a single server.
+	synced *sqlx.DB
 	store  *store.Store
 	tools  map[string]runtime.Tool
 	engine *runtime.Engine
@@ -205,14 +208,22 @@ func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	st := store.New(db)
-	a := &app{db: db, store: st, tools: builtin.Registry(builtin.Tools(st)...), log: log}
+	synced, err := st.SyncReads(ctx, dsn)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if synced != nil {
+		log.Info("the database is a Galera cluster node: the reads that must see every commit of the cluster wait for it (wsrep_sync_wait)")
+	}
+	a := &app{db: db, synced: synced, store: st, tools: builtin.Registry(builtin.Tools(st)...), log: log}
 	a.publicURL, a.getenv, a.sealer = d.publicURLOrDefault(), d.getenv, sealer
 	opts := runtime.Options{Store: st, Tools: a.tools, Providers: all.Factory,
 		Validator: schema.New(), Sealer: sealer, Lease: d.lease, Logger: log, PublicURL: a.publicURL}
 	if d.runsAgents() {
 		a.metrics = metrics.New(log)
 		if err := errors.Join(a.metrics.WatchBacklog(st), a.metrics.WatchDB(db.DB), a.metrics.WatchOutbox(st)); err != nil {
-			db.Close()
+			a.closeDB()
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 		opts.Metrics = a.metrics
@@ -229,10 +240,17 @@ func (a *app) knownTool(name string) bool {
 	return ok
 }
 
-// close ends the MCP sessions, then the database pool.
+// close ends the MCP sessions, then the database pools.
 func (a *app) close() {
 	a.mcp.Close()
+	a.closeDB()
+}
+
+func (a *app) closeDB() {
 	a.db.Close()
+	if a.synced != nil {
+		a.synced.Close()
+	}
 }
 
 // mysqlLogger sends the MySQL driver's log lines to slog.

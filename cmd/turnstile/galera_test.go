@@ -1,0 +1,437 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store"
+	"github.com/turnstile-dev/turnstile/store/clustertest"
+	"github.com/turnstile-dev/turnstile/store/testrig"
+)
+
+// Turnstile on a 3-node Galera cluster (SPEC §11.4): instances on
+// different nodes race, share work, lose a node, and follow each other's
+// runs. The cluster starts once for this test binary (with the first test
+// that needs it; about a minute) and stops in TestMain.
+
+// galera is this binary's cluster.
+var galera struct {
+	once sync.Once
+	c    *clustertest.Cluster
+	err  error
+}
+
+// stopGalera stops the cluster if a test started it.
+func stopGalera() {
+	if galera.c != nil {
+		galera.c.Stop()
+	}
+}
+
+// cluster returns the running cluster, started on first use. Outside CI a
+// machine without galera-4 skips the test with what to install; in CI
+// (CI=true) that is a failure, since .ci/run installs it.
+func cluster(t *testing.T) *clustertest.Cluster {
+	t.Helper()
+	if missing := clustertest.Missing(); missing != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the Galera cluster tests need %s", missing)
+		}
+		t.Skipf("the Galera cluster tests need %s", missing)
+	}
+	galera.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		start := time.Now()
+		galera.c, galera.err = clustertest.Start(ctx, 3)
+		if galera.err == nil {
+			fmt.Fprintf(os.Stderr, "galera: 3 nodes synced in %s\n", time.Since(start).Round(time.Second))
+		}
+	})
+	if galera.err != nil {
+		t.Fatal(galera.err)
+	}
+	// A test that killed a node brought it back before it ended; this
+	// waits for every node to be synced again all the same.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := galera.c.WaitSynced(ctx, galera.c.Size()); err != nil {
+		t.Fatal(err)
+	}
+	return galera.c
+}
+
+// clusterRig is a rig on a database of its own on the cluster, made and
+// migrated through node 0 and dropped when the test ends; dsns are its
+// DSNs on every node.
+func clusterRig(t *testing.T, c *clustertest.Cluster, yamls ...string) (*rig, []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "turnstile_galera_" + hex.EncodeToString(b)
+	admin, err := store.Open(ctx, c.DSN(0, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		admin, err := store.Open(ctx, c.DSN(0, ""))
+		if err != nil {
+			t.Errorf("drop %s: %v", name, err)
+			return
+		}
+		defer admin.Close()
+		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name); err != nil {
+			t.Errorf("drop %s: %v", name, err)
+		}
+	})
+	dsns := make([]string, c.Size())
+	for i := range dsns {
+		dsns[i] = c.DSN(i, name)
+	}
+	db, err := store.Open(ctx, dsns[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := store.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	return newRigOn(t, db, dsns[0], yamls...), dsns
+}
+
+// onNode opens a pool on the rig's database through another node, to see
+// what that node sees.
+func onNode(t *testing.T, dsn string) *sqlx.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// apiClient calls the JSON API of one instance with a bearer token.
+type apiClient struct {
+	base, token string
+	client      *http.Client
+}
+
+func newAPIClient(t *testing.T, r *rig, s *server, user runtime.Actor, scopes ...string) *apiClient {
+	t.Helper()
+	token, _, err := r.Store.CreateToken(context.Background(), user.ID, scopes, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &apiClient{base: "http://" + s.addr, token: token, client: &http.Client{}}
+}
+
+// do sends a request with the token and a JSON body (none when nil).
+func (a *apiClient) do(method, path string, body any, accept string) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, a.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	return a.client.Do(req)
+}
+
+// approve posts an approval of a run's turn and returns the status and
+// the refusal's code, if any.
+func (a *apiClient) approve(id int64, digest string) (int, runtime.Code, error) {
+	resp, err := a.do(http.MethodPost, fmt.Sprintf("/api/runs/%d/decisions", id),
+		map[string]string{"turn_digest": digest, "decision": "approve"}, "")
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Error struct {
+			Code runtime.Code `json:"code"`
+		} `json:"error"`
+	}
+	raw, err := io.ReadAll(resp.Body)
+	if err == nil && len(raw) > 0 {
+		err = json.Unmarshal(raw, &body)
+	}
+	if err != nil {
+		return resp.StatusCode, "", fmt.Errorf("%d %s: %w", resp.StatusCode, raw, err)
+	}
+	return resp.StatusCode, body.Error.Code, nil
+}
+
+// stream opens a streamed request and reads its lines.
+func (a *apiClient) stream(t *testing.T, method, path string, body any) *testrig.Stream {
+	t.Helper()
+	start := time.Now()
+	resp, err := a.do(method, path, body, "application/x-ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("%s %s = %d, want a 200 stream:\n%s", method, path, resp.StatusCode, raw)
+	}
+	return testrig.Read(t, resp.Body, start)
+}
+
+// 1. The duplicate-decision storm across two instances on two nodes: 20
+// waiting runs, 20 racers for each, alternating between the instances,
+// all let go at once. Each run continues once and refunds once, as both
+// nodes see it; every loser is told already_resuming or stale_turn; no
+// answer is a 5xx. (On a single server a lost race is a lock wait; across
+// nodes it is a lost certification at COMMIT, error 1213.)
+func TestGaleraDuplicateDecisionStorm(t *testing.T) {
+	c := cluster(t)
+	r, dsns := clusterRig(t, c, pacedYAML("storm", 0, 10*time.Millisecond, 0))
+	const runs, racers = 20, 20
+	waiting := make([]waitingRun, runs)
+	for i := range waiting {
+		waiting[i] = r.waiting(t, "storm")
+	}
+	servers := []*server{startServe(t, dsns[0], lease), startServe(t, dsns[1], lease)}
+	clients := []*apiClient{
+		newAPIClient(t, r, servers[0], r.operator, runtime.ScopeRunDecide),
+		newAPIClient(t, r, servers[1], r.operator, runtime.ScopeRunDecide),
+	}
+
+	type answer struct {
+		run    int64
+		status int
+		code   runtime.Code
+		err    error
+	}
+	answers := make(chan answer, runs*racers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, w := range waiting {
+		for i := range racers {
+			wg.Go(func() {
+				<-start
+				status, code, err := clients[i%2].approve(w.id, w.digest)
+				answers <- answer{w.id, status, code, err}
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	close(answers)
+
+	won := map[int64]int{}
+	codes := map[string]int{}
+	for a := range answers {
+		switch {
+		case a.err != nil:
+			t.Errorf("run %d: %v", a.run, a.err)
+		case a.status == http.StatusOK:
+			won[a.run]++
+		case a.status == http.StatusConflict && (a.code == runtime.CodeAlreadyResuming || a.code == runtime.CodeStaleTurn):
+			codes[string(a.code)]++
+		default:
+			t.Errorf("run %d: answered %d %q, want 200, or 409 already_resuming or stale_turn", a.run, a.status, a.code)
+		}
+	}
+	t.Logf("losers told: %v", codes)
+	for _, w := range waiting {
+		if won[w.id] != 1 {
+			t.Errorf("run %d: %d approvals answered 200, want exactly 1", w.id, won[w.id])
+		}
+		r.WaitStatus(t, w.id, runtime.StatusCompleted, 30*time.Second)
+		checkExactlyOnce(t, r, w, 1)
+		checkDecidedOnce(t, r, w, runtime.PathRequest)
+	}
+	// What node 1 sees: the same, once it applied node 0's commits.
+	other := onNode(t, dsns[1])
+	for _, w := range waiting {
+		var refunds, settles int
+		if err := other.Get(&refunds, `SELECT COUNT(*) FROM demo_refunds WHERE order_id = ?`, w.order); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Get(&settles, `SELECT COUNT(*) FROM run_events WHERE run_id = ? AND kind = 'settle'`, w.id); err != nil {
+			t.Fatal(err)
+		}
+		if refunds != 1 || settles != 1 {
+			t.Errorf("run %d seen from node 1: %d refunds, %d settles; want 1 and 1", w.id, refunds, settles)
+		}
+	}
+	for _, s := range servers {
+		if strings.Contains(s.stderr.String(), `"level":"ERROR"`) {
+			t.Errorf("server logged an error:\n%s", s.stderr)
+		}
+	}
+}
+
+// 2. Two work processes on two nodes and 200 decided runs: each executed
+// once. Both pick the oldest decided run; SKIP LOCKED holds on its own node
+// only, so across nodes one of them loses the certification and takes the
+// next run.
+func TestGaleraTwoWorkersOnTwoNodes(t *testing.T) {
+	c := cluster(t)
+	r, dsns := clusterRig(t, c, pacedYAML("batch", 0, 20*time.Millisecond, 0))
+	runs := decidedRuns(t, r, "batch", 200)
+	long := "--lease=20s"
+	w1 := startWorkOn(t, r, dsns[1], long, "--workers", "4")
+	w2 := startWorkOn(t, r, dsns[2], long, "--workers", "4")
+	checkEachExecutedOnce(t, r, runs, w1, w2)
+}
+
+// 3. The event stream followed on node B while the continuation commits on
+// node A: every event, in order, without a gap, then the end.
+func TestGaleraEventStreamOnAnotherNode(t *testing.T) {
+	c := cluster(t)
+	r, dsns := clusterRig(t, c, pacedYAML("followed", 5, 200*time.Millisecond, 0))
+	w := r.waiting(t, "followed")
+	a := startServe(t, dsns[0], "--workers", "0", lease)
+	b := startServe(t, dsns[1], "--workers", "0", lease)
+	decider := newAPIClient(t, r, a, r.operator, runtime.ScopeRunDecide)
+	st := decider.stream(t, http.MethodPost, fmt.Sprintf("/api/runs/%d/decisions", w.id),
+		map[string]string{"turn_digest": w.digest, "decision": "approve"})
+	defer st.Close()
+	st.Next(t, 10*time.Second) // the claim went through: the run continues on node A
+
+	// Followed from its first event, while it continues.
+	owner := newAPIClient(t, r, b, r.owner, runtime.ScopeRunRead)
+	follower := owner.stream(t, http.MethodGet, fmt.Sprintf("/api/runs/%d/events?after_seq=0", w.id), nil)
+	defer follower.Close()
+	if l := follower.Next(t, 10*time.Second); l.Type() != "attached" || l.Raw == "" || !strings.Contains(l.Raw, `"live":true`) {
+		t.Fatalf("first line of the event stream on node B = %s, want attached to a live run", l.Raw)
+	}
+	if lines, err := st.Wait(t, 60*time.Second); err != nil || len(lines) == 0 || lines[len(lines)-1].Type() != "done" {
+		t.Fatalf("the decision's stream on node A = %v (%v), want it to end with done", st, err)
+	}
+
+	lines := follower.Rest(t, 30*time.Second)
+	var seqs []int
+	for _, l := range lines {
+		switch l.Type() {
+		case "event":
+			seqs = append(seqs, l.Int("seq"))
+		case "keepalive":
+		case "end":
+		default:
+			t.Errorf("event stream line %s, want event, keepalive or end", l.Raw)
+		}
+	}
+	if len(lines) == 0 || lines[len(lines)-1].Type() != "end" {
+		t.Fatalf("the event stream on node B did not end with end: %v", follower)
+	}
+	var stored []int
+	for _, e := range r.Gapless(t, w.id) {
+		stored = append(stored, e.Seq)
+	}
+	// The waiting run had its first events before the stream attached at
+	// after_seq=0: the stream sends those too.
+	if !slices.Equal(seqs, stored) {
+		t.Errorf("events seen on node B = %v, want every stored one in order: %v", seqs, stored)
+	}
+}
+
+// 4. A node killed (kill -9 of its mariadbd) while a continuation on it has
+// a write in flight: the instance on that node stops the continuation as
+// a lost lease does, and its client's stream ends with an error line; a
+// worker on a surviving node recovers the run and asks again about the
+// write, which it never repeats. The node then rejoins the cluster.
+func TestGaleraNodeKilledMidContinuation(t *testing.T) {
+	c := cluster(t)
+	const victim = 2
+	r, dsns := clusterRig(t, c, pacedYAML("doomed", 1, 100*time.Millisecond, 5))
+	w := r.waiting(t, "doomed")
+	s := startServe(t, dsns[victim], "--workers", "0", lease)
+	wk := startWorkOn(t, r, dsns[0], lease)
+	decider := newAPIClient(t, r, s, r.operator, runtime.ScopeRunDecide)
+	st := decider.stream(t, http.MethodPost, fmt.Sprintf("/api/runs/%d/decisions", w.id),
+		map[string]string{"turn_digest": w.digest, "decision": "approve"})
+	defer st.Close()
+	r.WaitRun(t, w.id, 10*time.Second, "a run with a write in flight",
+		func(r *runtime.Run) bool { return r.PendingEffect != "" })
+
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := c.Rejoin(ctx, victim); err != nil {
+			t.Errorf("node %d did not rejoin: %v", victim, err)
+		}
+	})
+	if err := c.Kill(victim); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+
+	lines, err := st.Wait(t, 60*time.Second)
+	if err != nil {
+		t.Fatalf("the stream of the dead node's client did not end: %v (%v)", st, err)
+	}
+	last := lines[len(lines)-1]
+	if last.Type() != "error" {
+		t.Errorf("last line of the dead node's stream = %s, want an error line", last.Raw)
+	}
+	t.Logf("the dead node's stream ended %s after the kill with %s", time.Since(killed).Round(time.Millisecond), last.Raw)
+
+	again := r.WaitStatus(t, w.id, runtime.StatusWaitingForApproval, 60*time.Second)
+	if again.TurnDigest == "" || again.TurnDigest == w.digest || again.PendingEffect != "" {
+		t.Errorf("run %d after the recovery = digest %q, pending %q; want a new digest and no pending effect", w.id, again.TurnDigest, again.PendingEffect)
+	}
+	if n := r.Refunds(t, w.order); n != 0 {
+		t.Errorf("order %s refunded %d times: the interrupted write ran again", w.order, n)
+	}
+	var note string
+	for _, e := range r.Gapless(t, w.id) {
+		if e.Kind == runtime.KindSuspend {
+			var p struct {
+				Note string `json:"note"`
+			}
+			json.Unmarshal([]byte(e.Payload), &p)
+			note = p.Note
+		}
+	}
+	if note != interruptedNote {
+		t.Errorf("the last suspension's note = %q, want %q", note, interruptedNote)
+	}
+	if got := r.Decisions(t, w.id); len(got) != 1 {
+		t.Errorf("%d decisions, want the first one only", len(got))
+	}
+	if _, code := terminate(t, wk, 15*time.Second); code != 0 {
+		t.Errorf("turnstile work exit status = %d, want 0", code)
+	}
+	if got := finishedBy(t, wk)[w.id]; !slices.Equal(got, []string{"waiting_for_approval"}) {
+		t.Errorf("the worker finished run %d with %v, want [waiting_for_approval]", w.id, got)
+	}
+}
