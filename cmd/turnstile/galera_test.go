@@ -435,3 +435,71 @@ func TestGaleraNodeKilledMidContinuation(t *testing.T) {
 		t.Errorf("the worker finished run %d with %v, want [waiting_for_approval]", w.id, got)
 	}
 }
+
+// 5. A node cut off from the others (outside the primary component) takes
+// no reads or writes (error 1047) until it is back: the instance on it
+// answers a decision 503 with Retry-After and a code that says so, and
+// writes nothing; once the node rejoined, the same decision goes through.
+func TestGaleraNodeOutsideThePrimaryComponent(t *testing.T) {
+	c := cluster(t)
+	const cut = 1
+	r, dsns := clusterRig(t, c, pacedYAML("cut", 0, 10*time.Millisecond, 0))
+	w := r.waiting(t, "cut")
+	s := startServe(t, dsns[cut], "--workers", "0", lease)
+	decider := newAPIClient(t, r, s, r.operator, runtime.ScopeRunDecide)
+
+	node := onNode(t, dsns[cut])
+	setIsolated := func(on bool) {
+		t.Helper()
+		v := map[bool]string{true: "1", false: "0"}[on]
+		if _, err := node.Exec("SET GLOBAL wsrep_provider_options = 'gmcast.isolate=" + v + "'"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setIsolated(true)
+	t.Cleanup(func() {
+		setIsolated(false)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := c.WaitSynced(ctx, c.Size()); err != nil {
+			t.Errorf("node %d did not come back: %v", cut, err)
+		}
+	})
+	if !testrig.Eventually(30*time.Second, func() bool {
+		var name, status string
+		return node.QueryRow("SHOW STATUS LIKE 'wsrep_cluster_status'").Scan(&name, &status) == nil && status == "non-Primary"
+	}) {
+		t.Fatalf("node %d did not leave the primary component within 30s", cut)
+	}
+
+	resp, err := decider.do(http.MethodPost, fmt.Sprintf("/api/runs/%d/decisions", w.id),
+		map[string]string{"turn_digest": w.digest, "decision": "approve"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(string(raw), `"database_not_ready"`) {
+		t.Errorf("decision on the cut-off node = %d (Retry-After %q) %s, want 503 database_not_ready with Retry-After",
+			resp.StatusCode, resp.Header.Get("Retry-After"), raw)
+	}
+	if !strings.Contains(s.stderr.String(), "database node not ready") {
+		t.Errorf("the server logged no line that says the node is not ready:\n%s", s.stderr)
+	}
+	if got := r.Run(t, w.id); got.Status != runtime.StatusWaitingForApproval || len(r.Decisions(t, w.id)) != 0 {
+		t.Errorf("run %d after the refused decision = %s with %d decisions, want it waiting with none", w.id, got.Status, len(r.Decisions(t, w.id)))
+	}
+
+	setIsolated(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := c.WaitSynced(ctx, c.Size()); err != nil {
+		t.Fatal(err)
+	}
+	if status, code, err := decider.approve(w.id, w.digest); err != nil || status != http.StatusOK {
+		t.Fatalf("the same decision once the node is back = %d %q (%v), want 200", status, code, err)
+	}
+	r.WaitStatus(t, w.id, runtime.StatusCompleted, 30*time.Second)
+	checkExactlyOnce(t, r, w, 1)
+}
