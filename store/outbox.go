@@ -69,8 +69,19 @@ type claimedDelivery struct {
 // without waiting for each other. The transaction reads at READ
 // COMMITTED: at REPEATABLE READ the locking read would also lock the gaps
 // of the due index, and the step commits inserting new notifications
-// would wait for the claim. None due is an empty list.
+// would wait for the claim. None due is an empty list. On a cluster the
+// locks hold on this node only: claimers on two nodes can pick the same
+// rows, and the one whose commit loses the certification (a deadlock
+// error) claimed nothing this time.
 func (s *Store) ClaimDeliveries(ctx context.Context, n int, hold time.Duration) ([]runtime.Delivery, error) {
+	ds, err := s.claimDeliveries(ctx, n, hold)
+	if isContention(err) {
+		return nil, nil
+	}
+	return ds, err
+}
+
+func (s *Store) claimDeliveries(ctx context.Context, n int, hold time.Duration) ([]runtime.Delivery, error) {
 	tx, err := s.db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, fmt.Errorf("store: claim deliveries: %w", err)
