@@ -61,12 +61,7 @@ func (s *Store) reads() *sqlx.DB {
 // claim: a claim can lose to a winner on another node whose commit this
 // node has not applied yet.
 func (s *Store) RunSynced(ctx context.Context, id int64) (*runtime.Run, error) {
-	var r runtime.Run
-	err := s.reads().GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs r WHERE r.id = ?`, id)
-	if err != nil {
-		return nil, notFound(fmt.Sprintf("run %d", id), err)
-	}
-	return &r, nil
+	return s.run(ctx, s.reads(), id)
 }
 
 // NotReady reports an error of a cluster node that is not part of the

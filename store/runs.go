@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
@@ -21,8 +23,14 @@ const runColumns = `r.id, r.configuration_id, r.owner_id, r.origin, r.status, r.
 
 // Run returns a run, or runtime.ErrNotFound.
 func (s *Store) Run(ctx context.Context, id int64) (*runtime.Run, error) {
+	return s.run(ctx, s.db, id)
+}
+
+// run reads a run through a pool: the store's, or the one of the reads
+// that wait for a cluster (see RunSynced).
+func (s *Store) run(ctx context.Context, db *sqlx.DB, id int64) (*runtime.Run, error) {
 	var r runtime.Run
-	err := s.db.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs r WHERE r.id = ?`, id)
+	err := db.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs r WHERE r.id = ?`, id)
 	if err != nil {
 		return nil, notFound(fmt.Sprintf("run %d", id), err)
 	}

@@ -226,3 +226,27 @@ func TestRenewLeasesKeepsOnlyHeldClaims(t *testing.T) {
 		t.Errorf("%d leases renewed and %d lost ones untouched, want 598 and 2", renewed, untouched)
 	}
 }
+
+// On a single server there is no cluster to wait for: SyncReads opens no
+// pool, and RunSynced reads what Run reads.
+func TestSyncReadsOnASingleServerOpensNothing(t *testing.T) {
+	db, dsn := dbtest.New(t)
+	st := store.New(db)
+	ctx := context.Background()
+	synced, err := st.SyncReads(ctx, dsn)
+	if err != nil || synced != nil {
+		t.Fatalf("SyncReads on a single server = %v, %v; want no pool and no error", synced, err)
+	}
+	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
+		Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "t", Prompt: "p"}
+	if err := st.CreateRun(ctx, r, nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.RunSynced(ctx, r.ID)
+	if err != nil || got.ID != r.ID || got.Status != runtime.StatusRunning || got.ClaimedBy != "t" {
+		t.Fatalf("RunSynced(%d) = %+v, %v; want the run", r.ID, got, err)
+	}
+	if _, err := st.RunSynced(ctx, r.ID+1000); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("RunSynced of no run = %v, want ErrNotFound", err)
+	}
+}

@@ -298,6 +298,10 @@ func TestGaleraDuplicateDecisionStorm(t *testing.T) {
 		if strings.Contains(s.stderr.String(), `"level":"ERROR"`) {
 			t.Errorf("server logged an error:\n%s", s.stderr)
 		}
+		// What makes the classification wait for the cluster.
+		if !strings.Contains(s.stderr.String(), "the database is a Galera cluster node") {
+			t.Errorf("the server did not say it found a Galera node:\n%s", s.stderr)
+		}
 	}
 }
 
