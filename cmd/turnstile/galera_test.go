@@ -499,6 +499,12 @@ func TestGaleraNodeOutsideThePrimaryComponent(t *testing.T) {
 	if !testrig.Eventually(5*time.Second, func() bool { return strings.Contains(s.stderr.String(), "database node not ready") }) {
 		t.Errorf("the server logged no line that says the node is not ready:\n%s", s.stderr)
 	}
+	// A load balancer checking /readyz sends no traffic here meanwhile.
+	if ready, err := http.Get("http://" + s.addr + "/readyz"); err != nil || ready.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("GET /readyz on the cut-off node's instance = %v (%v), want 503", ready, err)
+	} else {
+		ready.Body.Close()
+	}
 	if got := r.Run(t, w.id); got.Status != runtime.StatusWaitingForApproval || len(r.Decisions(t, w.id)) != 0 {
 		t.Errorf("run %d after the refused decision = %s with %d decisions, want it waiting with none", w.id, got.Status, len(r.Decisions(t, w.id)))
 	}
