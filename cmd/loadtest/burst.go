@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,12 @@ type burstResult struct {
 	postTime             time.Duration // first POST sent to the last one's headers
 	setupTime, phaseTime time.Duration
 	cpu                  cpuSample
+	// firstCPU is what the server, the database and this command used from
+	// the first POST to the last first line: what the burst's first lines
+	// cost, before any continuation goes on (with a hold of a few seconds).
+	firstCPU       cpuSample
+	firstClientCPU time.Duration // -1: unknown
+	firstWall      time.Duration
 }
 
 func (r *burstResult) fail(err error) {
@@ -52,7 +59,8 @@ func (r *burstResult) allowedGap() time.Duration { return r.keepalive + time.Sec
 // than --keepalive + 1 s while the server works through the burst.
 func (l *loadtest) burstPhase(ctx context.Context) *burstResult {
 	o := l.o
-	res := &burstResult{n: o.burstN, surface: o.burstSurface, keepalive: o.keepalive, cpu: unknownCPU}
+	res := &burstResult{n: o.burstN, surface: o.burstSurface, keepalive: o.keepalive, cpu: unknownCPU, firstCPU: unknownCPU,
+		firstClientCPU: -1}
 	setupStart := time.Now()
 	l.logf("burst: preparing %d waiting runs of %s", o.burstN, o.configID(configBurst))
 	runs, err := l.prep.waitingRuns(ctx, o.configID(configBurst), o.burstN)
@@ -84,6 +92,8 @@ func (l *loadtest) burstPhase(ctx context.Context) *burstResult {
 		late, timed    int
 		lastHeaders    time.Duration // from the first POST
 		start          time.Time
+		cpuStart       cpuSample
+		clientStart    time.Duration
 		completed, got atomic.Int64
 	)
 	stopProgress := progress(l.stderr, 5*time.Second, func() string {
@@ -129,7 +139,13 @@ func (l *loadtest) burstPhase(ctx context.Context) *burstResult {
 				ev := lineEvent(line)
 				if last.IsZero() {
 					first = at.Sub(sent)
-					got.Add(1)
+					if int(got.Add(1)) == len(runs) {
+						// The last first line: what the first lines cost.
+						res.firstCPU, res.firstWall = l.since(cpuStart), at.Sub(start)
+						if c, err := cpuTime(os.Getpid()); err == nil && clientStart >= 0 {
+							res.firstClientCPU = c - clientStart
+						}
+					}
 				} else {
 					gap := at.Sub(last)
 					mine = append(mine, gap)
@@ -166,7 +182,10 @@ func (l *loadtest) burstPhase(ctx context.Context) *burstResult {
 			}
 		})
 	}
-	cpuStart := l.cpu()
+	cpuStart, clientStart = l.cpu(), time.Duration(-1)
+	if c, err := cpuTime(os.Getpid()); err == nil {
+		clientStart = c
+	}
 	start = time.Now()
 	close(gate)
 	wg.Wait()
@@ -217,5 +236,17 @@ func (r *burstResult) line() string {
 	return fmt.Sprintf("- burst: %s runs prepared and as many connections opened in %s; all %s posted at once, the last answered (headers) %s after the first;"+
 		" the longest gap (from a %s line to a %s line) ended %s after the first POST; phase %s; %s completed%s\n",
 		fmtInt(r.n), fmtDur(r.setupTime), fmtInt(r.n), fmtDur(r.postTime), r.worstBefore, r.worstTo, fmtDur(r.worstAt), fmtDur(r.phaseTime), fmtInt(r.completed),
-		cpuNote(r.cpu, r.n, "decision")+failureNote(r.failures, r.firstErr))
+		cpuNote(r.cpu, r.n, "decision")+failureNote(r.failures, r.firstErr)) + r.firstCPULine()
+}
+
+// firstCPULine says what the first lines cost, when it was measured.
+func (r *burstResult) firstCPULine() string {
+	if r.firstWall == 0 {
+		return ""
+	}
+	client := ""
+	if r.firstClientCPU >= 0 {
+		client = fmt.Sprintf(", this command CPU %s (%s per decision)", fmtDur(r.firstClientCPU), fmtDur(r.firstClientCPU/time.Duration(r.n)))
+	}
+	return fmt.Sprintf("- burst: to the last first line, %s after the first POST%s%s\n", fmtDur(r.firstWall), cpuNote(r.firstCPU, r.n, "decision"), client)
 }
