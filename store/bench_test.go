@@ -61,3 +61,28 @@ func BenchmarkCommit(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkResume measures the read every continuation starts with (the
+// last seq, a transcript of four messages, the standing approvals), on the
+// path of every streamed decision's first line.
+func BenchmarkResume(b *testing.B) {
+	db, _ := dbtest.New(b)
+	st := store.New(db)
+	ctx := context.Background()
+	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
+		Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "bench", Prompt: "p"}
+	msg := []byte(`{"role":"tool","tool_call_id":"call_1","tool_name":"noop","content":"ok"}`)
+	if err := st.CreateRun(ctx, r, [][]byte{msg, msg, msg, msg}, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.Commit(ctx, runtime.Commit{RunID: r.ID, ClaimedBy: "bench", Lease: time.Minute,
+		Event: runtime.Event{Seq: 1, Kind: runtime.KindTool, Payload: json.RawMessage(`{}`)}, FirstMessage: 4}); err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		got, err := st.Resume(ctx, r.ID, true)
+		if err != nil || got.LastSeq != 1 || len(got.Messages) != 4 {
+			b.Fatalf("Resume = %+v, %v", got, err)
+		}
+	}
+}

@@ -99,36 +99,49 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, messages [][]byte
 
 // Resume returns in one round trip what the holder of a claimed run needs
 // beyond its row: the last event seq, the sealed transcript (when asked
-// for) and the tools approved for the whole run. The three parts come as
-// one result, told apart by its first column.
+// for) and the tools approved for the whole run. The three parts are three
+// statements of one script, read as three result sets: one UNION ALL with
+// an ORDER BY would have MySQL build a temporary table for every
+// continuation's start (on the path of every streamed decision's first
+// line), where each SELECT here is read straight from its index.
 func (s *Store) Resume(ctx context.Context, runID int64, withMessages bool) (runtime.Resumed, error) {
 	var r runtime.Resumed
+	fail := func(err error) (runtime.Resumed, error) {
+		return runtime.Resumed{}, fmt.Errorf("store: resume run %d: %w", runID, err)
+	}
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT 0 AS part, COALESCE(MAX(seq), 0) AS n, NULL AS body FROM run_events WHERE run_id = ?
-		UNION ALL SELECT 1, idx, body FROM run_messages WHERE run_id = ? AND ?
-		UNION ALL SELECT 2, 0, tool_name FROM standing_approvals WHERE run_id = ?
-		ORDER BY part, n`, runID, runID, withMessages, runID)
+		SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?;
+		SELECT body FROM run_messages WHERE run_id = ? AND ? ORDER BY idx;
+		SELECT tool_name FROM standing_approvals WHERE run_id = ?`, runID, runID, withMessages, runID)
 	if err != nil {
-		return r, fmt.Errorf("store: resume run %d: %w", runID, err)
+		return fail(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var part, n int
-		var body []byte
-		if err := rows.Scan(&part, &n, &body); err != nil {
-			return r, fmt.Errorf("store: resume run %d: %w", runID, err)
+	for part := 0; ; part++ {
+		for rows.Next() {
+			var body []byte
+			switch part {
+			case 0:
+				err = rows.Scan(&r.LastSeq)
+			case 1:
+				if err = rows.Scan(&body); err == nil {
+					r.Messages = append(r.Messages, body)
+				}
+			default:
+				if err = rows.Scan(&body); err == nil {
+					r.Standing = append(r.Standing, string(body))
+				}
+			}
+			if err != nil {
+				return fail(err)
+			}
 		}
-		switch part {
-		case 0:
-			r.LastSeq = n
-		case 1:
-			r.Messages = append(r.Messages, body)
-		default:
-			r.Standing = append(r.Standing, string(body))
+		if part == 2 || !rows.NextResultSet() {
+			break
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return r, fmt.Errorf("store: resume run %d: %w", runID, err)
+		return fail(err)
 	}
 	return r, nil
 }

@@ -210,17 +210,18 @@ func (s *Server) decideMany(w http.ResponseWriter, r *http.Request, sf *surface,
 	stop := st.keepalives(s.keepalive, func() any { return typeLine{Type: lineKeepalive} })
 	defer stop()
 	outs := b.run(r.Context(), st)
-	stop()
 	if sf.html(r) {
 		// As the single stream does: the flash is stored before the last
 		// line sends the page to /inbox, on a context of its own, since
-		// the client may have gone.
+		// the client may have gone; keepalives go on while it waits for
+		// the database.
 		ctx := context.WithoutCancel(r.Context())
 		s.flash(ctx, bulkFlash(reqs[0].Decision, claimed, len(durable) > 0, refused, outs))
 		if _, _, err := s.sessions.Commit(ctx); err != nil {
 			s.log.Warn("save flash", "err", err)
 		}
 	}
+	stop()
 	st.send(lineDone, bulkDoneLine{Type: lineDone, Settled: len(claimed), Refused: len(refused)})
 }
 

@@ -176,8 +176,11 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, c runner, l l
 	stop := st.keepalives(s.keepalive, l.keep)
 	defer stop() // also when the continuation panics: no keepalive may follow the handler
 	out := c.Run(r.Context(), lineObserver{st: st, l: l})
-	stop()
+	// The last line may wait for the database (the inbox saves its flash
+	// first), which in a burst of settling continuations waits for the
+	// pool for seconds: the keepalives go on until the line is ready.
 	typ, line := l.last(out)
+	stop()
 	st.send(typ, line)
 }
 

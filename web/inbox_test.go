@@ -5,11 +5,15 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/alexedwards/scs/v2"
+
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/store/testrig"
+	"github.com/turnstile-dev/turnstile/web"
 )
 
 func TestNativeApproveRedirectsWithTheOutcome(t *testing.T) {
@@ -110,6 +114,73 @@ func TestClientAbortTheRunStillSettles(t *testing.T) {
 	}
 	s.Close() // the client goes away after the first line
 	a.WaitStatus(t, paused.RunID, runtime.StatusCompleted, 15*time.Second)
+	if n := a.Refunds(t, order); n != 1 {
+		t.Errorf("refunds = %d, want 1", n)
+	}
+}
+
+// gatedSessions is a session store whose commits, once armed, wait until
+// released: a database slow to take the inbox's flash, as in a burst of
+// continuations that settle at once.
+type gatedSessions struct {
+	scs.Store
+	armed   atomic.Bool
+	entered chan struct{} // told when an armed commit starts to wait
+	release chan struct{}
+}
+
+func (g *gatedSessions) Commit(token string, b []byte, expiry time.Time) error {
+	if g.armed.Load() {
+		select {
+		case g.entered <- struct{}{}:
+		default:
+		}
+		<-g.release
+	}
+	return g.Store.Commit(token, b, expiry)
+}
+
+// TestStreamedApproveKeepsAliveWhileTheFlashIsSaved: the last line of an
+// inbox stream waits for the flash to be saved; meanwhile the stream gets
+// its keepalives, as during every other wait.
+func TestStreamedApproveKeepsAliveWhileTheFlashIsSaved(t *testing.T) {
+	gate := &gatedSessions{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	a := newApp(t, 100*time.Millisecond, func(d *web.Deps) { gate.Store, d.Sessions.Store = d.Sessions.Store, gate })
+	paused, order := a.Waiting(t, "refund")
+	c := a.signIn(t, "approver")
+	gate.armed.Store(true)
+	released := false
+	defer func() {
+		if !released {
+			close(gate.release)
+		}
+	}()
+	res, err := c.http.Do(c.postRequest("/inbox/runs/"+strconv.FormatInt(paused.RunID, 10)+"/decision",
+		url.Values{"turn_digest": {paused.Digest}, "decision": {"approve"}}, "application/x-ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testrig.Read(t, res.Body, time.Now())
+	defer s.Close()
+	select {
+	case <-gate.entered:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the flash was never saved:%s", s)
+	}
+	// Four steps (approval, refund, llm, settle) are recorded before the
+	// flash is saved; only a keepalive of the wait itself counts them all.
+	s.WaitFor(t, 5*time.Second, "a keepalive while the flash waited for the database", func(l testrig.Line) bool {
+		return l.Type() == "keepalive" && l.Int("steps") == 4
+	})
+	close(gate.release)
+	released = true
+	lines, err := s.Wait(t, 15*time.Second)
+	if err != nil || lines[len(lines)-1].Type() != "settled" {
+		t.Fatalf("stream ended with %v, %v; want settled last", lines, err)
+	}
+	if got := c.flash(); !strings.Contains(got, "completed") {
+		t.Errorf("flash after the stream = %q, want the outcome", got)
+	}
 	if n := a.Refunds(t, order); n != 1 {
 		t.Errorf("refunds = %d, want 1", n)
 	}

@@ -59,6 +59,23 @@ func (c *client) decide(ctx context.Context, r waitingRun, streamed bool) (*http
 	return c.http.Do(req)
 }
 
+// decideInbox posts an approval as the inbox's script does: the decision
+// form, with the session's cookie and CSRF token, asking for the stream
+// of counts (Accept: application/x-ndjson).
+func (c *client) decideInbox(ctx context.Context, r waitingRun, s inboxSession) (*http.Response, error) {
+	form := url.Values{"csrf_token": {s.csrf}, "turn_digest": {r.digest}, "decision": {"approve"},
+		"scope": {"once"}, "reason": {"load test"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/inbox/runs/%d/decision", c.base, r.id),
+		strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/x-ndjson")
+	req.AddCookie(&http.Cookie{Name: sessionCookie, Value: s.cookie})
+	return c.http.Do(req)
+}
+
 // startRun starts a run through POST /api/runs; it must come back waiting
 // for approval.
 func (c *client) startRun(ctx context.Context, configuration, prompt string) (waitingRun, error) {

@@ -9,14 +9,16 @@ import (
 // a continuation stays open for --hold), "first-line" (held for
 // --first-line-hold, so that a burst's continuations do not finish while
 // later decisions of the burst still wait for their first line) and
-// "quick" (durable: nothing to wait for).
+// "quick" (durable: nothing to wait for) and "burst" (held for
+// --burst-hold, over which its streams' silences are timed).
 const (
 	configHold      = "hold"
 	configFirstLine = "first-line"
 	configQuick     = "quick"
+	configBurst     = "burst"
 )
 
-var configNames = []string{configHold, configFirstLine, configQuick}
+var configNames = []string{configHold, configFirstLine, configQuick, configBurst}
 
 // holdIdentifier names a load configuration after its hold, so that
 // changing --hold never changes the script of runs already waiting.
@@ -34,6 +36,8 @@ func (o *options) configHoldOf(which string) time.Duration {
 		return o.hold
 	case configFirstLine:
 		return o.firstLineHold
+	case configBurst:
+		return o.burstHold
 	}
 	return 0
 }

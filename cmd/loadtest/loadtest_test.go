@@ -100,10 +100,14 @@ func TestParseOptionsDefaults(t *testing.T) {
 	if o.streams != 10000 || o.firstLineN != 100 || o.durableN != 5000 || o.keepalive != 2*time.Second {
 		t.Errorf("defaults: streams %d, first-line-n %d, durable-n %d, keepalive %s", o.streams, o.firstLineN, o.durableN, o.keepalive)
 	}
+	if o.burstN != 2000 || o.burstHold != 30*time.Second || o.burstSurface != surfaceInbox {
+		t.Errorf("defaults: burst-n %d, burst-hold %s, burst-surface %q; want 2000, 30s, inbox", o.burstN, o.burstHold, o.burstSurface)
+	}
 	if o.steadyN != 100 || o.steadyDecisions != 1000 {
 		t.Errorf("defaults: steady-n %d, steady-decisions %d; want 100, 1000", o.steadyN, o.steadyDecisions)
 	}
-	for which, want := range map[string]string{configHold: "loadtest-hold-90s", configFirstLine: "loadtest-hold-2s", configQuick: "loadtest-quick"} {
+	for which, want := range map[string]string{configHold: "loadtest-hold-90s", configFirstLine: "loadtest-hold-2s", configQuick: "loadtest-quick",
+		configBurst: "loadtest-hold-30s"} {
 		if got := o.configID(which); got != want {
 			t.Errorf("configuration %s is %q, want %q", which, got, want)
 		}
@@ -114,12 +118,12 @@ func TestParseOptionsDefaults(t *testing.T) {
 }
 
 func TestParseOptionsPhasesInRunOrder(t *testing.T) {
-	o, err := parse(t, nil, "--token", "tst_x", "--phases", " durable,streams ")
+	o, err := parse(t, nil, "--token", "tst_x", "--phases", " durable,streams,burst ", "--burst-surface", "api")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(o.phases, ","); got != "streams,durable" {
-		t.Errorf("phases = %s, want streams,durable", got)
+	if got := strings.Join(o.phases, ","); got != "streams,burst,durable" {
+		t.Errorf("phases = %s, want streams,burst,durable", got)
 	}
 }
 
@@ -156,7 +160,13 @@ func TestParseOptionsRefusals(t *testing.T) {
 		{"negative pid", dsn, []string{"--pid", "-2"}, "--pid"},
 		{"url without scheme", dsn, []string{"--url", "127.0.0.1:8080"}, "--url must be"},
 		{"url with a path", dsn, []string{"--url", "http://127.0.0.1:8080/api"}, "without a path"},
-		{"print what", nil, []string{"--print-config", "slow"}, "--print-config must be hold, first-line, quick"},
+		{"print what", nil, []string{"--print-config", "slow"}, "--print-config must be hold, first-line, quick, burst"},
+		{"no burst", dsn, []string{"--burst-n", "0"}, "--burst-n must be at least 1, not 0"},
+		{"burst hold of a fraction", dsn, []string{"--burst-hold", "2.5s"}, "--burst-hold must be whole seconds"},
+		{"burst hold beyond slow_task", dsn, []string{"--burst-hold", "121s"}, "--burst-hold must be whole seconds between 1s and 2m0s"},
+		{"burst hold too short for keepalives", dsn, []string{"--phases", "burst", "--burst-hold", "3s"}, "--burst-hold (3s) must be at least twice --keepalive (2s)"},
+		{"burst through another surface", dsn, []string{"--burst-surface", "playground"}, "--burst-surface must be inbox or api"},
+		{"burst through the inbox without a database", nil, []string{"--token", "tst_x", "--phases", "burst"}, "needs --dsn"},
 		{"first-line hold of a fraction", dsn, []string{"--first-line-hold", "1.5s"}, "--first-line-hold must be whole seconds"},
 		{"stray argument", dsn, []string{"now"}, "unexpected arguments"},
 	}
@@ -178,7 +188,8 @@ func TestParseOptionsHelp(t *testing.T) {
 	}
 	for _, want := range []string{"Usage: loadtest", "keepalive lateness", "--decision-path durable", "-streams",
 		"Then the steady part", "--steady-decisions were posted", "-steady-n int",
-		"--trusted-proxies 127.0.0.1", "--phases signin", "-signin-n int", "-signin-rounds int"} {
+		"--trusted-proxies 127.0.0.1", "--phases signin", "-signin-n int", "-signin-rounds int",
+		"--phases burst", "-burst-n int", "-burst-hold duration", "--keepalive + 1 s"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q", want)
 		}
@@ -582,5 +593,107 @@ func TestFirstLinePhaseKeepsSteadyNInFlight(t *testing.T) {
 	// 24 decisions, 4 at a time, each held 30 ms: six holds at least.
 	if res.steadyTime < 6*hold {
 		t.Errorf("steady part took %s, less than six holds", res.steadyTime)
+	}
+}
+
+func TestBurstRows(t *testing.T) {
+	b := &burstResult{n: 2000, surface: surfaceInbox, keepalive: 2 * time.Second, timed: 2000, late: 3,
+		gaps:      summary{n: 30000, p50: ms(2000), p99: ms(2010), max: ms(5660)},
+		firstLine: summary{n: 2000, p50: ms(2250), p99: ms(4120), max: ms(4170)}}
+	r := &report{burst: b}
+	byName := map[string]row{}
+	for _, rw := range r.rows() {
+		byName[rw.measurement] = rw
+	}
+	gaps := byName["burst of 2,000 (inbox): silence between two lines of a stream after its first, p50 / p99 (max)"]
+	if gaps.verdict != "**fail**" || gaps.measured != "2.00 s / 2.01 s (5.66 s); 3 of 2,000 streams had a longer gap" ||
+		gaps.target != "every gap ≤ 3.00 s (--keepalive + 1 s)" {
+		t.Errorf("gap row %+v", gaps)
+	}
+	first := byName["burst of 2,000 (inbox): POST → first line p50 / p99"]
+	if first.verdict != "—" || first.measured != "2.25 s / 4.12 s (max 4.17 s)" {
+		t.Errorf("first-line row %+v", first)
+	}
+	b.late = 0
+	if got := b.rows()[0].verdict; got != "pass" {
+		t.Errorf("no late stream: verdict %s, want pass", got)
+	}
+	b.timed = 1999 // one stream never sent a line
+	if got := b.rows()[0].verdict; got != "**fail**" {
+		t.Errorf("a stream without lines: verdict %s, want a failure", got)
+	}
+	var out strings.Builder
+	r.write(&out)
+	if !strings.Contains(out.String(), "- burst: 2,000 runs prepared") {
+		t.Errorf("report lacks the burst's line:\n%s", out.String())
+	}
+}
+
+// TestBurstPhasePostsAllAtOnceAndTimesTheGaps runs the phase through the
+// API against a server whose streams send a step and then keepalives every
+// 20 ms, all but one: after its first line it stays silent for longer than
+// --keepalive + 1 s. Every decision must be in flight at once, and that
+// stream alone counted late.
+func TestBurstPhasePostsAllAtOnceAndTimesTheGaps(t *testing.T) {
+	const n = 12
+	const keepalive = 20 * time.Millisecond
+	var (
+		mu            sync.Mutex
+		decided       = map[string]int{}
+		open, maxOpen atomic.Int64
+		allIn         = make(chan struct{})
+	)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("POST /api/runs/{id}/decisions", func(w http.ResponseWriter, r *http.Request) {
+		now := open.Add(1)
+		defer open.Add(-1)
+		for m := maxOpen.Load(); now > m && !maxOpen.CompareAndSwap(m, now); m = maxOpen.Load() {
+		}
+		if now == n {
+			close(allIn)
+		}
+		mu.Lock()
+		decided[r.PathValue("id")]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		fmt.Fprintln(w, `{"type":"step","seq":1}`)
+		w.(http.Flusher).Flush()
+		// No stream ends before every decision is in: they were all
+		// posted at once.
+		<-allIn
+		silence := keepalive
+		if r.PathValue("id") == "7" {
+			silence = keepalive + 1100*time.Millisecond
+		}
+		for range 3 {
+			time.Sleep(silence) // the continuation working silently
+			fmt.Fprintln(w, `{"type":"keepalive"}`)
+			w.(http.Flusher).Flush()
+		}
+		fmt.Fprintln(w, `{"type":"done"}`)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	o := &options{url: base, burstN: n, burstSurface: surfaceAPI, keepalive: keepalive, burstHold: time.Second}
+	l := &loadtest{o: o, c: newClient(base, "tst_x", n), prep: fakeRuns{}, stderr: io.Discard}
+	defer l.c.close()
+
+	res := l.burstPhase(context.Background())
+	if res.failures != 0 {
+		t.Fatalf("%d failures, first: %s", res.failures, res.firstErr)
+	}
+	if res.completed != n || len(decided) != n || maxOpen.Load() != n {
+		t.Errorf("%d completed, %d runs decided, at most %d open; want %d each", res.completed, len(decided), maxOpen.Load(), n)
+	}
+	if res.timed != n || res.firstLine.n != n || res.gaps.n != 4*n {
+		t.Errorf("timed %d streams, %d first lines, %d gaps; want %d, %d, %d", res.timed, res.firstLine.n, res.gaps.n, n, n, 4*n)
+	}
+	if res.late != 1 || res.gaps.max < keepalive+time.Second {
+		t.Errorf("%d late streams, longest gap %s; want 1, above %s", res.late, res.gaps.max, keepalive+time.Second)
+	}
+	if res.worstBefore != lineKeepalive && res.worstBefore != lineStep || res.worstTo != lineKeepalive {
+		t.Errorf("longest gap from a %q line to a %q line; want to a keepalive", res.worstBefore, res.worstTo)
 	}
 }

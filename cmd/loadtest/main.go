@@ -3,7 +3,8 @@
 // streamed continuations and the server's memory for them, keepalive
 // punctuality, the time from a decision's POST to its first line, and the
 // rate at which the durable path records decisions; and, when
-// named, what a flood of wrong-password sign-ins costs the server.
+// named, the silences of thousands of streams decided in the same instant
+// (burst) and what a flood of wrong-password sign-ins costs the server.
 //
 // It prepares its own data when given the server's database (--dsn): a
 // user, a bearer token, two load configurations and the waiting runs,

@@ -19,15 +19,23 @@ const (
 	phaseDurable   = "durable"
 	phaseSignin    = "signin"
 	phaseFollowers = "followers"
+	phaseBurst     = "burst"
 )
 
-var allPhases = []string{phaseStreams, phaseFirstLine, phaseDurable, phaseSignin, phaseFollowers}
+var allPhases = []string{phaseStreams, phaseFirstLine, phaseBurst, phaseDurable, phaseSignin, phaseFollowers}
 
 // defaultPhases run without --phases: signin only when named, for it
 // measures something else (the cost of an attack, not of decisions) and
 // wants the server started with --trusted-proxies; followers only when
-// named, for it holds the database busy with its runs for minutes.
+// named, for it holds the database busy with its runs for minutes; burst
+// only when named, for it holds thousands of streams for --burst-hold.
 var defaultPhases = []string{phaseStreams, phaseFirstLine, phaseDurable}
+
+// The surfaces the burst phase decides through.
+const (
+	surfaceInbox = "inbox"
+	surfaceAPI   = "api"
+)
 
 // maxHold is the longest hold: slow_task works for at most 120 s.
 const maxHold = 120 * time.Second
@@ -53,6 +61,10 @@ type options struct {
 	firstLineSerial int
 	steadyN         int
 	steadyDecisions int
+
+	burstN       int
+	burstHold    time.Duration
+	burstSurface string
 
 	durableN           int
 	durableConcurrency int
@@ -94,6 +106,19 @@ Markdown table of what it measured against the project's targets:
               spread too. Last, --first-line-n decisions posted in the same
               instant, --first-line-rounds times: a stress figure, which
               queues them all for the server's CPU at once.
+  burst       --burst-n runs wait for approval on a configuration whose
+              continuation then works silently for --burst-hold; all of
+              them are approved as streamed decisions in the same instant,
+              each on a connection of its own opened beforehand (no
+              concurrency limit): by default through the inbox, as
+              --burst-n people signed in would (--burst-surface inbox,
+              which needs --dsn to sign them in; its first line comes
+              right after the claim), or through the API (api; its first
+              line is the approval's step). Measures every stream's first
+              line and every silence between two lines of one stream after
+              its first (the target: none longer than --keepalive + 1 s),
+              as this command sees them. Not run by default: name it,
+              --phases burst.
   durable     --durable-n decisions posted as fast as --durable-concurrency
               clients can: durable decisions recorded per second. The server
               must take the durable path (serve --decision-path durable
@@ -169,7 +194,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&o.token, "token", "", "bearer token (tst_…) with run:start and run:decide; created when --dsn is given and this is empty")
 	fs.StringVar(&o.dsn, "dsn", getenv("TURNSTILE_DSN"), "the server's MySQL DSN, to create the user, token, configurations and waiting runs directly [TURNSTILE_DSN]")
 	fs.StringVar(&o.user, "user", "loadtest", "with --dsn: the user that owns the runs and decides them (created when absent, with the approve grant and no password)")
-	phases := fs.String("phases", strings.Join(defaultPhases, ","), "comma-separated phases to run: streams, first-line, durable, signin, followers (signin and followers only when named)")
+	phases := fs.String("phases", strings.Join(defaultPhases, ","), "comma-separated phases to run: streams, first-line, burst, durable, signin, followers (burst, signin and followers only when named)")
 	fs.IntVar(&o.streams, "streams", 10000, "streams phase: concurrent streamed continuations")
 	fs.DurationVar(&o.hold, "hold", 90*time.Second, "streams phase: how long each continuation works silently after the approval (at most 120s)")
 	fs.IntVar(&o.openConcurrency, "open-concurrency", 256, "streams phase: decisions posted at once while the streams open (a stream frees its slot at its first line)")
@@ -181,6 +206,9 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.IntVar(&o.firstLineSerial, "first-line-serial", 20, "first-line phase: decisions posted one at a time first, for the floor without contention (0: none)")
 	fs.IntVar(&o.steadyN, "steady-n", 100, "first-line phase, steady part: decisions kept in flight at all times, by as many clients")
 	fs.IntVar(&o.steadyDecisions, "steady-decisions", 1000, "first-line phase, steady part: decisions posted in all (at least --steady-n)")
+	fs.IntVar(&o.burstN, "burst-n", 2000, "burst phase: streamed decisions posted in the same instant")
+	fs.StringVar(&o.burstSurface, "burst-surface", surfaceInbox, "burst phase: inbox (POST /inbox/runs/:id/decision, one signed-in session per decision; needs --dsn) or api (POST /api/runs/:id/decisions)")
+	fs.DurationVar(&o.burstHold, "burst-hold", 30*time.Second, "burst phase: how long each continuation works silently after the approval (whole seconds, at most 120s)")
 	fs.IntVar(&o.durableN, "durable-n", 5000, "durable phase: decisions")
 	fs.IntVar(&o.durableConcurrency, "durable-concurrency", 64, "durable phase: concurrent clients")
 	fs.IntVar(&o.signinN, "signin-n", 60, "signin phase: wrong-password sign-ins posted at the same moment, each from its own client, name and X-Forwarded-For address")
@@ -191,7 +219,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.DurationVar(&o.followWindow, "follow-window", 15*time.Second, "followers phase: each of the two measuring windows, without and with followers")
 	fs.IntVar(&o.setupConcurrency, "setup-concurrency", 32, "runs started at once while preparing a phase")
 	fs.DurationVar(&o.firstLineHold, "first-line-hold", 2*time.Second, "first-line phase: how long each continuation works silently after its first line, so that a burst's continuations do not finish while the rest of it waits; in the steady part, each client posts about one decision per hold")
-	fs.StringVar(&o.printConfig, "print-config", "", "print the hold, first-line or quick configuration as YAML for \"turnstile config apply\" (needed without --dsn), and exit")
+	fs.StringVar(&o.printConfig, "print-config", "", "print the hold, first-line, quick or burst configuration as YAML for \"turnstile config apply\" (needed without --dsn), and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -269,7 +297,7 @@ func (o *options) validate() error {
 		v    int
 	}{{"--streams", o.streams}, {"--open-concurrency", o.openConcurrency}, {"--first-line-n", o.firstLineN},
 		{"--first-line-rounds", o.firstLineRounds}, {"--steady-n", o.steadyN}, {"--steady-decisions", o.steadyDecisions},
-		{"--durable-n", o.durableN},
+		{"--durable-n", o.durableN}, {"--burst-n", o.burstN},
 		{"--durable-concurrency", o.durableConcurrency}, {"--signin-n", o.signinN}, {"--signin-rounds", o.signinRounds},
 		{"--setup-concurrency", o.setupConcurrency}, {"--followers", o.followers}, {"--followed-runs", o.followedRuns}} {
 		if c.v < 1 {
@@ -297,6 +325,14 @@ func (o *options) validate() error {
 		return fmt.Errorf("--hold must be whole seconds, not %s", o.hold)
 	case o.firstLineHold < 0 || o.firstLineHold > maxHold || o.firstLineHold%time.Second != 0:
 		return fmt.Errorf("--first-line-hold must be whole seconds between 0s and %s, not %s", maxHold, o.firstLineHold)
+	case o.burstHold < time.Second || o.burstHold > maxHold || o.burstHold%time.Second != 0:
+		return fmt.Errorf("--burst-hold must be whole seconds between 1s and %s, not %s", maxHold, o.burstHold)
+	case slices.Contains(o.phases, phaseBurst) && o.burstHold < 2*o.keepalive:
+		return fmt.Errorf("--burst-hold (%s) must be at least twice --keepalive (%s), or the burst's streams see no keepalive to time", o.burstHold, o.keepalive)
+	case o.burstSurface != surfaceInbox && o.burstSurface != surfaceAPI:
+		return fmt.Errorf("--burst-surface must be inbox or api, not %q", o.burstSurface)
+	case slices.Contains(o.phases, phaseBurst) && o.burstSurface == surfaceInbox && o.dsn == "":
+		return errors.New("the burst phase through the inbox needs --dsn, to sign its people in (or give --burst-surface api)")
 	case o.followTick < 100*time.Millisecond || o.followTick > maxHold:
 		return fmt.Errorf("--follow-tick must be between 100ms and %s, not %s", maxHold, o.followTick)
 	case o.followWindow < time.Second:

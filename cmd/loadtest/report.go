@@ -44,6 +44,7 @@ type report struct {
 
 	streams   *streamsResult
 	firstLine *firstLineResult
+	burst     *burstResult
 	durable   *durableResult
 	signin    *signinResult
 	followers *followersResult
@@ -105,6 +106,9 @@ func (r *report) rows() []row {
 				"— (the floor)", "—"})
 		}
 		rows = append(rows, f.steadyRow(), f.burstRow())
+	}
+	if b := r.burst; b != nil {
+		rows = append(rows, b.rows()...)
 	}
 	if d := r.durable; d != nil {
 		label := "durable decisions recorded per second"
@@ -220,6 +224,9 @@ func (r *report) write(w io.Writer) {
 			fmtInt(f.decisions()), fmtDur(f.setupTime), f.serialN, fmtInt(f.steadyDecisions), f.steadyN, fmtDur(f.steadyTime),
 			fmtInt(int(f.steadyRate())), fmtDur(f.steady.max), f.rounds, f.n, fmtDur(f.firstLine.max), fmtDur(f.phaseTime),
 			fmtInt(f.completed), cpuNote(f.cpu, f.decisions(), "decision")+failureNote(f.failures, f.firstErr))
+	}
+	if b := r.burst; b != nil {
+		fmt.Fprint(w, b.line())
 	}
 	if d := r.durable; d != nil {
 		fmt.Fprintf(w, "- durable: %s runs prepared in %s; %s decisions in %s; answer max %s%s\n",

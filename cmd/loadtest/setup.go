@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/alexedwards/scs/mysqlstore"
+	"github.com/alexedwards/scs/v2"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/configfile"
@@ -31,6 +36,20 @@ type preparer interface {
 	waitingRuns(ctx context.Context, configuration string, n int) ([]waitingRun, error)
 }
 
+// inboxSession is a signed-in session of the load user, as the inbox's
+// forms need it: its cookie and its CSRF token.
+type inboxSession struct {
+	cookie, csrf string
+}
+
+// The server's session cookie and keys (cmd/turnstile, web/auth.go).
+const (
+	sessionCookie   = "turnstile_session"
+	sessionUserKey  = "user_id"
+	sessionCSRFKey  = "csrf"
+	sessionLifetime = 12 * time.Hour
+)
+
 // database is the server's database, opened by this command to prepare
 // its data in bulk: it starts runs through the same engine and store the
 // server runs on, as "turnstile serve" would, without any HTTP.
@@ -40,6 +59,8 @@ type database struct {
 	owner       runtime.Actor
 	tokenID     int64 // the token this command created, revoked at the end
 	concurrency int
+	sessions    *scs.SessionManager
+	signedIn    []string // tokens of the sessions this command made, deleted at the end
 }
 
 // loadScopes are what the command's token may do.
@@ -94,7 +115,11 @@ func openDatabase(ctx context.Context, o *options, getenv func(string) string) (
 	if err != nil {
 		return fail(err)
 	}
-	d := &database{store: st, engine: eng, owner: u.Actor(), concurrency: o.setupConcurrency}
+	d := &database{store: st, engine: eng, owner: u.Actor(), concurrency: o.setupConcurrency, sessions: scs.New()}
+	// The server's own session store, without its cleanup goroutine: the
+	// server runs one.
+	d.sessions.Store = mysqlstore.NewWithCleanupInterval(db.DB, 0)
+	d.sessions.Lifetime = sessionLifetime
 	token := o.token
 	if token == "" {
 		plain, t, err := st.CreateToken(ctx, u.ID, loadScopes, 24*time.Hour)
@@ -117,14 +142,52 @@ func sealerFrom(spec string) (runtime.Sealer, error) {
 	return k, nil
 }
 
-// close revokes the token the command created and closes the pool.
+// close revokes the token the command created, signs its sessions out
+// and closes the pool.
 func (d *database) close(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
 	var err error
 	if d.tokenID != 0 {
-		err = d.store.RevokeToken(context.WithoutCancel(ctx), d.tokenID)
+		err = d.store.RevokeToken(ctx, d.tokenID)
+	}
+	if e := parallel(ctx, len(d.signedIn), d.concurrency, func(ctx context.Context, i int) error {
+		return d.sessions.Store.Delete(d.signedIn[i])
+	}); e != nil && err == nil {
+		err = fmt.Errorf("sign the load sessions out: %w", e)
 	}
 	d.store.DB().Close()
 	return err
+}
+
+// inboxSessions signs the load user in n times, as n people would be,
+// through the server's own session store: no password is checked or
+// needed.
+func (d *database) inboxSessions(ctx context.Context, n int) ([]inboxSession, error) {
+	out := make([]inboxSession, n)
+	tokens := make([]string, n)
+	err := parallel(ctx, n, d.concurrency, func(ctx context.Context, i int) error {
+		sctx, err := d.sessions.Load(ctx, "")
+		if err != nil {
+			return err
+		}
+		csrf := make([]byte, 32)
+		rand.Read(csrf)
+		out[i].csrf = base64.RawURLEncoding.EncodeToString(csrf)
+		d.sessions.Put(sctx, sessionUserKey, d.owner.ID)
+		d.sessions.Put(sctx, sessionCSRFKey, out[i].csrf)
+		if out[i].cookie, _, err = d.sessions.Commit(sctx); err != nil {
+			return fmt.Errorf("sign the load user in: %w", err)
+		}
+		tokens[i] = out[i].cookie
+		return nil
+	})
+	for _, t := range tokens {
+		if t != "" {
+			d.signedIn = append(d.signedIn, t)
+		}
+	}
+	d.release()
+	return out, err
 }
 
 // waitingRuns starts n runs of a load configuration through the engine,
