@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
@@ -92,18 +94,26 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, messages [][]byte
 // Resume returns in one round trip what the holder of a claimed run needs
 // beyond its row: the last event seq, the sealed transcript (when asked
 // for) and the tools approved for the whole run. The three parts come as
-// one result, told apart by its first column.
+// one result, told apart by its first column. It has no ORDER BY: sorting
+// a UNION makes a temporary table, and one with a BLOB column is made on
+// disk (MariaDB), a millisecond per continuation; the messages are put in
+// order by their idx here instead.
 func (s *Store) Resume(ctx context.Context, runID int64, withMessages bool) (runtime.Resumed, error) {
 	var r runtime.Resumed
 	rows, err := s.db.QueryContext(ctx, `
 		SELECT 0 AS part, COALESCE(MAX(seq), 0) AS n, NULL AS body FROM run_events WHERE run_id = ?
 		UNION ALL SELECT 1, idx, body FROM run_messages WHERE run_id = ? AND ?
-		UNION ALL SELECT 2, 0, tool_name FROM standing_approvals WHERE run_id = ?
-		ORDER BY part, n`, runID, runID, withMessages, runID)
+		UNION ALL SELECT 2, 0, tool_name FROM standing_approvals WHERE run_id = ?`,
+		runID, runID, withMessages, runID)
 	if err != nil {
 		return r, fmt.Errorf("store: resume run %d: %w", runID, err)
 	}
 	defer rows.Close()
+	type message struct {
+		idx  int
+		body []byte
+	}
+	var messages []message
 	for rows.Next() {
 		var part, n int
 		var body []byte
@@ -114,7 +124,7 @@ func (s *Store) Resume(ctx context.Context, runID int64, withMessages bool) (run
 		case 0:
 			r.LastSeq = n
 		case 1:
-			r.Messages = append(r.Messages, body)
+			messages = append(messages, message{n, body})
 		default:
 			r.Standing = append(r.Standing, string(body))
 		}
@@ -122,5 +132,10 @@ func (s *Store) Resume(ctx context.Context, runID int64, withMessages bool) (run
 	if err := rows.Err(); err != nil {
 		return r, fmt.Errorf("store: resume run %d: %w", runID, err)
 	}
+	slices.SortFunc(messages, func(a, b message) int { return cmp.Compare(a.idx, b.idx) })
+	for _, m := range messages {
+		r.Messages = append(r.Messages, m.body)
+	}
+	slices.Sort(r.Standing)
 	return r, nil
 }
