@@ -31,7 +31,11 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	}
 	var sc script
 	sc.add("START TRANSACTION")
-	update := sc.add("UPDATE runs SET "+set+
+	// FORCE INDEX: the guard names status, and the optimizer otherwise
+	// weighs the status indexes against the primary key at every step
+	// (index dives), and on a table with few running runs picks one: a
+	// range over every running run, locked, instead of one row.
+	update := sc.add("UPDATE runs FORCE INDEX (PRIMARY) SET "+set+
 		", cancel_requested = LAST_INSERT_ID(cancel_requested) WHERE id = ? AND status = 'running' AND claimed_by = ?"+cancelGuard,
 		append(args, c.RunID, c.ClaimedBy)...)
 	// The decision's bookkeeping may rightly change no row, so a step that
@@ -175,8 +179,20 @@ func runUpdate(c runtime.Commit) (string, []any) {
 			decision_deadline = NULL, termination_reason = NULLIF(?, ''), answer = ?`
 		args = []any{c.Status, c.TerminationReason, []byte(c.Answer)}
 	default:
-		set = `lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND, pending_effect = NULLIF(?, '')`
-		args = []any{micros(c.Lease), c.PendingEffect}
+		// Every item of the SET costs the server a little at every step:
+		// a step of a continuation that stamped no effect leaves
+		// pending_effect alone, and one that did not change the
+		// checkpoint leaves the counters, which the checkpoint holds too
+		// (a tool step changes neither).
+		set = `lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND`
+		args = []any{micros(c.Lease)}
+		if c.PendingEffect != "" || c.Stamped {
+			set += `, pending_effect = NULLIF(?, '')`
+			args = append(args, c.PendingEffect)
+		}
+		if c.State == nil {
+			return set + ", updated_at = NOW(6)", args
+		}
 	}
 	if c.State != nil {
 		set += ", state = ?"
