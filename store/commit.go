@@ -2,9 +2,8 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 )
@@ -43,7 +42,7 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	// the rare steps only. Otherwise the statement after the UPDATE reads
 	// its count with ROW_COUNT().
 	held := "ROW_COUNT() = 1"
-	if c.Executed != "" || c.Outcome != "" || len(c.Notifications) > 0 {
+	if c.Executed != "" || c.Outcome != "" || c.Rewrite || len(c.Notifications) > 0 {
 		sc.add("SET @held = ROW_COUNT()")
 		held = "@held = 1"
 	}
@@ -52,25 +51,27 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 		// The event is the guard of the rest: when the UPDATE did not hold,
 		// its run_id is NULL, which a single-row INSERT refuses in every
 		// sql_mode (error 1048), and MySQL runs no statement of a script
-		// after one that failed: not the bookkeeping, not the COMMIT. A
-		// plain VALUES row costs the server less than a SELECT FROM DUAL
-		// WHERE guard. The step's messages travel in the same row, which
-		// saves a statement (and its round of the server's and the
-		// client's work) a step.
-		first, messages := any(nil), any(nil)
-		if len(c.Messages) > 0 {
-			first, messages = c.FirstMessage, frameMessages(c.Messages)
+		// after one that failed: not the messages, not the COMMIT. A plain
+		// VALUES row costs the server less than a SELECT FROM DUAL WHERE
+		// guard, and the statements after it need no guard of their own.
+		sc.add(`INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload)
+			VALUES (IF(`+held+`, ?, NULL), ?, ?, ?, ?, ?)`,
+			c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, nonNil(e.Payload))
+	}
+	if c.Rewrite {
+		// The transcript is append-only but for this: the model's message
+		// whose calls an approval edited, and what follows it, are written
+		// again, in the step that applies the decision.
+		sc.add(`DELETE FROM run_messages WHERE run_id = ? AND idx >= ? AND @held = 1`, c.RunID, c.FirstMessage)
+	}
+	if e.Kind != "" {
+		addMessages(&sc, c)
+	} else {
+		messages := make([][]any, len(c.Messages))
+		for i, m := range c.Messages {
+			messages[i] = []any{c.RunID, c.FirstMessage + i, m}
 		}
-		sc.add(`INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload, first_message, messages)
-			VALUES (IF(`+held+`, ?, NULL), ?, ?, ?, ?, ?, ?, ?)`,
-			c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, nonNil(e.Payload), first, messages)
-	} else if len(c.Messages) > 0 {
-		// Messages belong to a step, and a step has an event: Resume puts
-		// the transcript together from the events' messages in seq order,
-		// each from its first message on. That is also how a rewrite (an
-		// approval that edited a call rewrites the model's message that
-		// made it, and what follows) replaces what it rewrites.
-		return false, fmt.Errorf("store: commit step of run %d: %d transcript messages without an event", c.RunID, len(c.Messages))
+		sc.guardedRows("INSERT INTO run_messages (run_id, idx, body)", held, messages)
 	}
 	if c.Executed != "" {
 		sc.add(`UPDATE decisions SET executed_at = NOW(6)
@@ -117,32 +118,24 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, runtime.ErrLeaseLost)
 }
 
-// frameMessages puts a step's sealed messages in one value, each after
-// its length as a uvarint; unframeMessages takes them apart.
-func frameMessages(msgs [][]byte) []byte {
-	n := 0
-	for _, m := range msgs {
-		n += binary.MaxVarintLen64 + len(m)
+// addMessages appends a step's new transcript messages as one INSERT of
+// plain rows, for a script in which the event's INSERT before it already
+// stops everything when the guard did not hold.
+func addMessages(sc *script, c runtime.Commit) {
+	if len(c.Messages) == 0 {
+		return
 	}
-	out := make([]byte, 0, n)
-	for _, m := range msgs {
-		out = binary.AppendUvarint(out, uint64(len(m)))
-		out = append(out, m...)
-	}
-	return out
-}
-
-func unframeMessages(b []byte) ([][]byte, error) {
-	var out [][]byte
-	for len(b) > 0 {
-		n, w := binary.Uvarint(b)
-		if w <= 0 || n > uint64(len(b)-w) {
-			return nil, errors.New("messages cut short")
+	var q strings.Builder
+	q.WriteString("INSERT INTO run_messages (run_id, idx, body) VALUES ")
+	args := make([]any, 0, 3*len(c.Messages))
+	for i, m := range c.Messages {
+		if i > 0 {
+			q.WriteString(", ")
 		}
-		out = append(out, b[w:w+int(n)])
-		b = b[w+int(n):]
+		q.WriteString("(?, ?, ?)")
+		args = append(args, c.RunID, c.FirstMessage+i, m)
 	}
-	return out, nil
+	sc.add(q.String(), args...)
 }
 
 // nonNil keeps an empty payload an empty value rather than NULL, which

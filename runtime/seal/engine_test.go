@@ -84,7 +84,11 @@ func (w *world) approve(eng *runtime.Engine, out runtime.Outcome) (runtime.Outco
 // sealed under the key id.
 func (w *world) sealedUnder(t *testing.T, id int64, keyID string) {
 	t.Helper()
-	blobs := append(w.Transcript(t, id), w.Run(t, id).State)
+	var bodies [][]byte
+	if err := w.DB.Select(&bodies, `SELECT body FROM run_messages WHERE run_id = ? ORDER BY idx`, id); err != nil {
+		t.Fatal(err)
+	}
+	blobs := append(bodies, w.Run(t, id).State)
 	for i, b := range blobs {
 		if got, ok := sealedID(b); got != keyID {
 			t.Errorf("run %d blob %d: sealed under %q (%v), want %q; starts %q", id, i, got, ok, keyID, b[:min(len(b), 16)])

@@ -83,17 +83,6 @@ func (w *World) Count(t testing.TB, query string, args ...any) int {
 	return n
 }
 
-// Transcript is a run's stored transcript, every message sealed as it is
-// stored, in order: what a continuation that resumes the run reads.
-func (w *World) Transcript(t testing.TB, runID int64) [][]byte {
-	t.Helper()
-	r, err := w.Store.Resume(context.Background(), runID, true)
-	if err != nil {
-		t.Fatalf("testrig: transcript of run %d: %v", runID, err)
-	}
-	return r.Messages
-}
-
 // Refunds counts the refunds of an order.
 func (w *World) Refunds(t testing.TB, order string) int {
 	t.Helper()
