@@ -582,3 +582,48 @@ func TestPauseCarriesThePreview(t *testing.T) {
 		t.Errorf("suspend event = %s, want the preview's size only", last.Payload)
 	}
 }
+
+// TestAWritesPendingEffectIsClearedByItsStep: the call of a
+// non-idempotent write is stamped in pending_effect before it runs, and
+// the step that records its result clears it (so that a recovery does not
+// take a finished write for an interrupted one); the steps before the
+// stamp leave the column alone, and the run's counters are stored by
+// every step that changed them.
+func TestAWritesPendingEffectIsClearedByItsStep(t *testing.T) {
+	f := newFixture(t, 0, refundYAML)
+	paused, _ := f.Waiting(t, "refund")
+	ctx := context.Background()
+	c, err := f.Engine.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Decision: runtime.DecisionApprove, Actor: f.approver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		kind       runtime.EventKind
+		effect     string
+		iterations int
+	}
+	var steps []seen
+	out := c.Run(ctx, runtime.ObserverFunc(func(s runtime.Step) {
+		r := f.Run(t, paused.RunID)
+		steps = append(steps, seen{s.Kind, r.PendingEffect, r.Iterations})
+	}))
+	if out.Status != runtime.StatusCompleted {
+		t.Fatalf("outcome = %+v, want completed", out)
+	}
+	tools := 0
+	for _, s := range steps {
+		if s.effect != "" {
+			t.Errorf("after the %s step pending_effect = %q, want it cleared", s.kind, s.effect)
+		}
+		if s.kind == runtime.KindTool {
+			tools++
+		}
+	}
+	if tools != 1 {
+		t.Errorf("steps %+v, want one tool step", steps)
+	}
+	if r := f.Run(t, paused.RunID); r.Iterations != out.Iterations || r.Iterations < 2 {
+		t.Errorf("stored iterations = %d, the continuation's %d; want them equal, at least 2", r.Iterations, out.Iterations)
+	}
+}

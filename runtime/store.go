@@ -163,8 +163,12 @@ type Commit struct {
 	FirstMessage int
 	Lease        time.Duration
 	// PendingEffect is the call whose write is in flight after this step;
-	// "" clears it.
+	// "" clears it. A step that keeps the run running writes it only when
+	// it names one or Stamped says one may be stamped (this continuation
+	// stamped one, or found one when it resumed the run); every other step
+	// clears it.
 	PendingEffect string
+	Stamped       bool
 	Iterations    int
 	Usage         Usage
 	// Status, when not StatusRunning, ends the hold: the run is suspended

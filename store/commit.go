@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 )
@@ -11,7 +12,7 @@ import (
 // holder-guarded UPDATE of the run (lease, checkpoint, and the next status
 // when the step suspends or settles it), the event, the step's new
 // transcript messages and the decision's bookkeeping travel as one
-// multi-statement packet. Each write after the UPDATE runs only if the
+// multi-statement packet. Nothing after the UPDATE is written unless the
 // guard held, so a holder that lost its lease writes nothing. The UPDATE
 // also hands back the cancel flag through LAST_INSERT_ID(expr), which
 // arrives in the same OK packet: checking for cancellation at every step
@@ -29,15 +30,17 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	}
 	var sc script
 	sc.add("START TRANSACTION")
-	update := sc.add("UPDATE runs SET "+set+
+	// FORCE INDEX: the guard names status, and the optimizer otherwise
+	// weighs the status indexes against the primary key at every step
+	// (index dives), and on a table with few running runs picks one: a
+	// range over every running run, locked, instead of one row.
+	update := sc.add("UPDATE runs FORCE INDEX (PRIMARY) SET "+set+
 		", cancel_requested = LAST_INSERT_ID(cancel_requested) WHERE id = ? AND status = 'running' AND claimed_by = ?"+cancelGuard,
 		append(args, c.RunID, c.ClaimedBy)...)
-	// On a plain step the event and the messages are chained on the
-	// statement before them, which wrote rows only if the UPDATE held
-	// (ROW_COUNT() of the messages' INSERT sees the event's). The
-	// decision's bookkeeping may rightly change no row, so a step that
-	// carries it keeps the UPDATE's count in @held instead: one statement
-	// more, on the rare steps only.
+	// The decision's bookkeeping may rightly change no row, so a step that
+	// carries it keeps the UPDATE's count in @held: one statement more, on
+	// the rare steps only. Otherwise the statement after the UPDATE reads
+	// its count with ROW_COUNT().
 	held := "ROW_COUNT() = 1"
 	if c.Executed != "" || c.Outcome != "" || c.Rewrite || len(c.Notifications) > 0 {
 		sc.add("SET @held = ROW_COUNT()")
@@ -45,9 +48,15 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	}
 	e := c.Event
 	if e.Kind != "" {
+		// The event is the guard of the rest: when the UPDATE did not hold,
+		// its run_id is NULL, which a single-row INSERT refuses in every
+		// sql_mode (error 1048), and MySQL runs no statement of a script
+		// after one that failed: not the messages, not the COMMIT. A plain
+		// VALUES row costs the server less than a SELECT FROM DUAL WHERE
+		// guard, and the statements after it need no guard of their own.
 		sc.add(`INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload)
-			SELECT ?, ?, ?, ?, ?, ? FROM DUAL WHERE `+held,
-			c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, []byte(e.Payload))
+			VALUES (IF(`+held+`, ?, NULL), ?, ?, ?, ?, ?)`,
+			c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, nonNil(e.Payload))
 	}
 	if c.Rewrite {
 		// The transcript is append-only but for this: the model's message
@@ -55,11 +64,15 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 		// again, in the step that applies the decision.
 		sc.add(`DELETE FROM run_messages WHERE run_id = ? AND idx >= ? AND @held = 1`, c.RunID, c.FirstMessage)
 	}
-	messages := make([][]any, len(c.Messages))
-	for i, m := range c.Messages {
-		messages[i] = []any{c.RunID, c.FirstMessage + i, m}
+	if e.Kind != "" {
+		addMessages(&sc, c)
+	} else {
+		messages := make([][]any, len(c.Messages))
+		for i, m := range c.Messages {
+			messages[i] = []any{c.RunID, c.FirstMessage + i, m}
+		}
+		sc.guardedRows("INSERT INTO run_messages (run_id, idx, body)", held, messages)
 	}
-	sc.guardedRows("INSERT INTO run_messages (run_id, idx, body)", held, messages)
 	if c.Executed != "" {
 		sc.add(`UPDATE decisions SET executed_at = NOW(6)
 			WHERE run_id = ? AND turn_digest = ? AND executed_at IS NULL AND @held = 1`,
@@ -80,22 +93,58 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 		// Only the holder appends; a clash means another holder did.
 		return false, fmt.Errorf("store: append event %d of run %d: %w", e.Seq, c.RunID, runtime.ErrLeaseLost)
 	}
-	if err != nil {
+	refused := isNullRefused(err)
+	if err != nil && !refused {
 		return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, err)
 	}
-	if res.affected(update) == 1 {
+	if !refused && res.affected(update) == 1 {
 		return res.insertID(update) != 0, nil
 	}
 	// The guard said no: find out whether a cancel stopped a suspension or
 	// the run is no longer ours.
-	r, err := s.Run(ctx, c.RunID)
-	if err != nil {
-		return false, err
+	r, rerr := s.Run(ctx, c.RunID)
+	if rerr != nil {
+		return false, rerr
 	}
-	if r.Status == runtime.StatusRunning && r.ClaimedBy == c.ClaimedBy && r.CancelRequested {
-		return true, fmt.Errorf("store: suspend run %d: %w", c.RunID, runtime.ErrCancelRequested)
+	if r.Status == runtime.StatusRunning && r.ClaimedBy == c.ClaimedBy {
+		if c.Status.Waiting() && r.CancelRequested {
+			return true, fmt.Errorf("store: suspend run %d: %w", c.RunID, runtime.ErrCancelRequested)
+		}
+		if refused {
+			// Still ours: the NULL was not the guard's.
+			return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, err)
+		}
 	}
 	return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, runtime.ErrLeaseLost)
+}
+
+// addMessages appends a step's new transcript messages as one INSERT of
+// plain rows, for a script in which the event's INSERT before it already
+// stops everything when the guard did not hold.
+func addMessages(sc *script, c runtime.Commit) {
+	if len(c.Messages) == 0 {
+		return
+	}
+	var q strings.Builder
+	q.WriteString("INSERT INTO run_messages (run_id, idx, body) VALUES ")
+	args := make([]any, 0, 3*len(c.Messages))
+	for i, m := range c.Messages {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?)")
+		args = append(args, c.RunID, c.FirstMessage+i, m)
+	}
+	sc.add(q.String(), args...)
+}
+
+// nonNil keeps an empty payload an empty value rather than NULL, which
+// the event's INSERT would take for its guard saying no.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }
 
 // runUpdate is the SET clause of a step's UPDATE and its arguments. A step
@@ -123,8 +172,20 @@ func runUpdate(c runtime.Commit) (string, []any) {
 			decision_deadline = NULL, termination_reason = NULLIF(?, ''), answer = ?`
 		args = []any{c.Status, c.TerminationReason, []byte(c.Answer)}
 	default:
-		set = `lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND, pending_effect = NULLIF(?, '')`
-		args = []any{micros(c.Lease), c.PendingEffect}
+		// Every item of the SET costs the server a little at every step:
+		// a step of a continuation that stamped no effect leaves
+		// pending_effect alone, and one that did not change the
+		// checkpoint leaves the counters, which the checkpoint holds too
+		// (a tool step changes neither).
+		set = `lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND`
+		args = []any{micros(c.Lease)}
+		if c.PendingEffect != "" || c.Stamped {
+			set += `, pending_effect = NULLIF(?, '')`
+			args = append(args, c.PendingEffect)
+		}
+		if c.State == nil {
+			return set + ", updated_at = NOW(6)", args
+		}
 	}
 	if c.State != nil {
 		set += ", state = ?"

@@ -127,6 +127,13 @@ func isDuplicate(err error) bool {
 	return errors.As(err, &me) && me.Number == 1062
 }
 
+// isNullRefused reports a NULL refused by a NOT NULL column (MySQL error
+// 1048): how a single-row INSERT whose guard said no fails on purpose.
+func isNullRefused(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1048
+}
+
 // isContention reports a transaction that lost to another on a lock: a
 // deadlock (1213; also how Galera reports a lost certification race) or a
 // lock wait timeout (1205). Nothing of it was kept; it may be tried again.

@@ -112,7 +112,7 @@ func (s *Store) Resume(ctx context.Context, runID int64, withMessages bool) (run
 	rows, err := s.db.QueryContext(ctx, `
 		SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?;
 		SELECT body FROM run_messages WHERE run_id = ? AND ? ORDER BY idx;
-		SELECT tool_name FROM standing_approvals WHERE run_id = ?`, runID, runID, withMessages, runID)
+		SELECT tool_name FROM standing_approvals WHERE run_id = ? ORDER BY tool_name`, runID, runID, withMessages, runID)
 	if err != nil {
 		return fail(err)
 	}

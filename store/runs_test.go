@@ -89,6 +89,41 @@ func TestCommitWritesOnlyForTheHolder(t *testing.T) {
 	}
 }
 
+// TestCommitOfASuspensionMeetsACancel checks the cancel guard of a
+// suspension: the holder's step that would pause a run whose cancel was
+// requested writes nothing and says so with ErrCancelRequested, and the
+// run is still the holder's to cancel.
+func TestCommitOfASuspensionMeetsACancel(t *testing.T) {
+	db, _ := dbtest.New(t)
+	st := store.New(db)
+	ctx := context.Background()
+	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
+		Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "holder", Prompt: "p"}
+	if err := st.CreateRun(ctx, r, [][]byte{[]byte(`{"role":"user"}`)}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RequestCancel(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	cancel, err := st.Commit(ctx, runtime.Commit{RunID: r.ID, ClaimedBy: "holder", Lease: time.Minute,
+		Status: runtime.StatusWaitingForApproval, TurnDigest: "d",
+		Event:    runtime.Event{Seq: 1, Kind: runtime.KindSuspend, Payload: []byte(`{}`)},
+		Messages: [][]byte{[]byte(`{"role":"assistant"}`)}, FirstMessage: 1})
+	if !errors.Is(err, runtime.ErrCancelRequested) || !cancel {
+		t.Fatalf("suspension of a cancelled run = %v, %v; want true, ErrCancelRequested", cancel, err)
+	}
+	if evs, msgs := counts(t, st, r.ID); evs != 0 || msgs != 1 {
+		t.Errorf("the refused suspension wrote: %d events, %d messages; want 0 and 1", evs, msgs)
+	}
+	got, err := st.Run(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != runtime.StatusRunning || got.ClaimedBy != "holder" {
+		t.Errorf("after the refused suspension the run is %s by %q, want running by holder", got.Status, got.ClaimedBy)
+	}
+}
+
 // TestResumeReadsEveryPart checks the one query a continuation starts
 // with: the last seq, the transcript in order (only when asked for) and the
 // standing approvals, each told apart from the others.

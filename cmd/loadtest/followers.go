@@ -70,11 +70,10 @@ type followersResult struct {
 	self time.Duration
 }
 
-// statusRates are the database's Questions, Com_select and
-// Com_insert_select per second over a window. The last counts the steps:
-// a step's commit writes its event and messages with INSERT … SELECT, and
-// nothing else does.
-type statusRates struct{ questions, selects, insertSelects float64 }
+// statusRates are the database's Questions and Com_select per second over
+// a window, and the steps the phase's continuations recorded per second
+// in it (counted by their observer, in this command's engine).
+type statusRates struct{ questions, selects, steps float64 }
 
 // added is what the followers added to the database's queries per
 // second: the window with them against the one without, scaled by how
@@ -82,10 +81,10 @@ type statusRates struct{ questions, selects, insertSelects float64 }
 // continuations somewhat slower, and their statements would hide the
 // followers'.
 func (r *followersResult) added() float64 {
-	if r.without.insertSelects <= 0 {
+	if r.without.steps <= 0 {
 		return r.with.questions - r.without.questions
 	}
-	return r.with.questions - r.without.questions*r.with.insertSelects/r.without.insertSelects
+	return r.with.questions - r.without.questions*r.with.steps/r.without.steps
 }
 
 func (r *followersResult) fail(err error) {
@@ -113,7 +112,8 @@ func (l *loadtest) followersPhase(ctx context.Context) *followersResult {
 		return res
 	}
 	l.logf("followers: starting %d runs of %s", o.followedRuns, id)
-	runs, wait, err := l.db.continuing(ctx, id, o.followedRuns)
+	var recorded atomic.Int64
+	runs, wait, err := l.db.continuing(ctx, id, o.followedRuns, &recorded)
 	res.setupTime = time.Since(setupStart)
 	defer func() {
 		l.logf("followers: cancelling the %d runs", len(runs))
@@ -128,7 +128,7 @@ func (l *loadtest) followersPhase(ctx context.Context) *followersResult {
 	time.Sleep(2 * time.Second) // let the runs' first steps pass: the windows see them steady
 	l.logf("followers: %d runs continue; %s without followers", len(runs), o.followWindow)
 	base := l.cpu()
-	if res.without, err = l.db.rates(ctx, o.followWindow); err != nil {
+	if res.without, err = l.db.rates(ctx, o.followWindow, &recorded); err != nil {
 		res.fail(err)
 		return res
 	}
@@ -172,7 +172,7 @@ func (l *loadtest) followersPhase(ctx context.Context) *followersResult {
 	from := time.Now()
 	base = l.cpu()
 	selfBase, _ := cpuTime(os.Getpid())
-	if res.with, err = l.db.rates(ctx, o.followWindow); err != nil {
+	if res.with, err = l.db.rates(ctx, o.followWindow, &recorded); err != nil {
 		res.fail(err)
 	}
 	res.cpu = l.since(base)
@@ -267,8 +267,9 @@ func (d *database) saveConfig(ctx context.Context, id, text string) error {
 }
 
 // continuing starts n runs of a configuration in this command's engine
-// and leaves them running; wait returns once all of them ended.
-func (d *database) continuing(ctx context.Context, configuration string, n int) (ids []int64, wait func(), err error) {
+// and leaves them running, counting their steps in steps; wait returns
+// once all of them ended.
+func (d *database) continuing(ctx context.Context, configuration string, n int, steps *atomic.Int64) (ids []int64, wait func(), err error) {
 	conts := make([]*runtime.Continuation, n)
 	err = parallel(ctx, n, d.concurrency, func(ctx context.Context, i int) error {
 		c, err := d.engine.Start(ctx, runtime.StartRequest{Configuration: configuration,
@@ -282,7 +283,7 @@ func (d *database) continuing(ctx context.Context, configuration string, n int) 
 			continue
 		}
 		ids = append(ids, c.RunID())
-		wg.Go(func() { c.Run(context.Background(), nil) })
+		wg.Go(func() { c.Run(context.Background(), runtime.ObserverFunc(func(runtime.Step) { steps.Add(1) })) })
 	}
 	return ids, wg.Wait, err
 }
@@ -295,11 +296,12 @@ func (d *database) cancelAll(ctx context.Context, ids []int64) {
 	})
 }
 
-// rates counts the database's Questions and Com_select over a window.
-func (d *database) rates(ctx context.Context, window time.Duration) (statusRates, error) {
+// rates counts the database's Questions and Com_select, and the steps
+// counted in steps, over a window.
+func (d *database) rates(ctx context.Context, window time.Duration, steps *atomic.Int64) (statusRates, error) {
 	read := func() (r statusRates, err error) {
 		rows, err := d.store.DB().QueryContext(ctx,
-			`SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Com_select', 'Com_insert_select')`)
+			`SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Com_select')`)
 		if err != nil {
 			return r, fmt.Errorf("read the database's status: %w", err)
 		}
@@ -315,8 +317,6 @@ func (d *database) rates(ctx context.Context, window time.Duration) (statusRates
 				r.questions = v
 			case "com_select":
 				r.selects = v
-			case "com_insert_select":
-				r.insertSelects = v
 			}
 		}
 		return r, rows.Err()
@@ -325,7 +325,7 @@ func (d *database) rates(ctx context.Context, window time.Duration) (statusRates
 	if err != nil {
 		return statusRates{}, err
 	}
-	start := time.Now()
+	s0, start := steps.Load(), time.Now()
 	select {
 	case <-ctx.Done():
 		return statusRates{}, ctx.Err()
@@ -335,10 +335,10 @@ func (d *database) rates(ctx context.Context, window time.Duration) (statusRates
 	if err != nil {
 		return statusRates{}, err
 	}
-	secs := time.Since(start).Seconds()
+	s1, secs := steps.Load(), time.Since(start).Seconds()
 	// The second read counts itself: one question.
 	return statusRates{questions: (c1.questions - c0.questions - 1) / secs, selects: (c1.selects - c0.selects) / secs,
-		insertSelects: (c1.insertSelects - c0.insertSelects) / secs}, nil
+		steps: float64(s1-s0) / secs}, nil
 }
 
 // rows are the phase's lines of the table.
@@ -353,7 +353,7 @@ func (r *followersResult) rows() []row {
 			"p99 ≤ 500 ms", verdict(r.latency.p99 <= targetFollowerP99 && r.failures == 0)},
 		{"followers: database queries per second they add",
 			fmt.Sprintf("%+.1f/s (Questions %.1f/s with them, %.1f/s without, scaled by the steps' rate %.0f/s against %.0f/s; SELECTs %.1f/s against %.1f/s)",
-				added, r.with.questions, r.without.questions, r.with.insertSelects, r.without.insertSelects, r.with.selects, r.without.selects),
+				added, r.with.questions, r.without.questions, r.with.steps, r.without.steps, r.with.selects, r.without.selects),
 			"≤ 10/s", verdict(added <= targetFollowerQueries)},
 	}
 }

@@ -103,7 +103,7 @@ func TestFollowEventsTimesLiveEvents(t *testing.T) {
 
 func TestFollowersRows(t *testing.T) {
 	r := &followersResult{n: 100, runs: 10, latency: summary{n: 50, p50: 120 * time.Millisecond, p99: 300 * time.Millisecond, max: 400 * time.Millisecond},
-		without: statusRates{questions: 1000, insertSelects: 200}, with: statusRates{questions: 904.5, selects: 4, insertSelects: 180}}
+		without: statusRates{questions: 1000, steps: 200}, with: statusRates{questions: 904.5, selects: 4, steps: 180}}
 	rows := r.rows()
 	if len(rows) != 2 || rows[0].verdict != "pass" || rows[1].verdict != "pass" || !strings.Contains(rows[1].measured, "+4.5/s") {
 		t.Errorf("rows %+v, want both passing, +4.5/s", rows)

@@ -20,15 +20,18 @@ const (
 	phaseSignin    = "signin"
 	phaseFollowers = "followers"
 	phaseBurst     = "burst"
+	phaseSteps     = "steps"
 )
 
-var allPhases = []string{phaseStreams, phaseFirstLine, phaseBurst, phaseDurable, phaseSignin, phaseFollowers}
+var allPhases = []string{phaseStreams, phaseFirstLine, phaseBurst, phaseDurable, phaseSignin, phaseFollowers, phaseSteps}
 
 // defaultPhases run without --phases: signin only when named, for it
 // measures something else (the cost of an attack, not of decisions) and
 // wants the server started with --trusted-proxies; followers only when
 // named, for it holds the database busy with its runs for minutes; burst
-// only when named, for it holds thousands of streams for --burst-hold.
+// only when named, for it holds thousands of streams for --burst-hold;
+// steps only when named, for it wants a server with --max-continuations of
+// at least --steps-runs.
 var defaultPhases = []string{phaseStreams, phaseFirstLine, phaseDurable}
 
 // The surfaces the burst phase decides through.
@@ -76,6 +79,10 @@ type options struct {
 	followedRuns int
 	followTick   time.Duration
 	followWindow time.Duration
+
+	stepsRuns   int
+	stepsCalls  int
+	stepsWindow time.Duration
 
 	firstLineHold    time.Duration
 	setupConcurrency int
@@ -148,6 +155,16 @@ Markdown table of what it measured against the project's targets:
               delivery latency of every event line in the second window: its
               arrival minus its created_at (the database's commit time).
               Not run by default: name it, --phases followers. Needs --dsn.
+  steps       --steps-runs runs are started at once by streamed POST
+              /api/runs, so that each continues inside its request on the
+              server, recording --steps-calls+3 steps (a round, as many
+              calls of slow_task for 0 s, a round, the settle) as fast as
+              they go. Measures the steps recorded per second, counted from
+              the streams, over --steps-window from a second after every run
+              sent its first line (or until the first run ends), and the
+              server's and the database's CPU time per step in it. The
+              server needs --max-continuations of at least --steps-runs.
+              Not run by default: name it, --phases steps. Needs --dsn.
 
 With --dsn (the server's database) it creates its user, a token, the load
 configurations and the waiting runs itself, in bulk; TURNSTILE_STATE_KEYS
@@ -194,7 +211,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&o.token, "token", "", "bearer token (tst_…) with run:start and run:decide; created when --dsn is given and this is empty")
 	fs.StringVar(&o.dsn, "dsn", getenv("TURNSTILE_DSN"), "the server's MySQL DSN, to create the user, token, configurations and waiting runs directly [TURNSTILE_DSN]")
 	fs.StringVar(&o.user, "user", "loadtest", "with --dsn: the user that owns the runs and decides them (created when absent, with the approve grant and no password)")
-	phases := fs.String("phases", strings.Join(defaultPhases, ","), "comma-separated phases to run: streams, first-line, burst, durable, signin, followers (burst, signin and followers only when named)")
+	phases := fs.String("phases", strings.Join(defaultPhases, ","), "comma-separated phases to run: streams, first-line, burst, durable, signin, followers, steps (burst, signin, followers and steps only when named)")
 	fs.IntVar(&o.streams, "streams", 10000, "streams phase: concurrent streamed continuations")
 	fs.DurationVar(&o.hold, "hold", 90*time.Second, "streams phase: how long each continuation works silently after the approval (at most 120s)")
 	fs.IntVar(&o.openConcurrency, "open-concurrency", 256, "streams phase: decisions posted at once while the streams open (a stream frees its slot at its first line)")
@@ -217,6 +234,9 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.IntVar(&o.followedRuns, "followed-runs", 1000, "followers phase: continuing runs they follow, evenly")
 	fs.DurationVar(&o.followTick, "follow-tick", time.Second, "followers phase: how long each of a run's slow_task calls takes: a step every tick")
 	fs.DurationVar(&o.followWindow, "follow-window", 15*time.Second, "followers phase: each of the two measuring windows, without and with followers")
+	fs.IntVar(&o.stepsRuns, "steps-runs", 2000, "steps phase: runs continuing at once")
+	fs.IntVar(&o.stepsCalls, "steps-calls", 100, "steps phase: slow_task calls of 0 s per run (a run records that many steps and 3 more)")
+	fs.DurationVar(&o.stepsWindow, "steps-window", 10*time.Second, "steps phase: the measuring window while every run continues")
 	fs.IntVar(&o.setupConcurrency, "setup-concurrency", 32, "runs started at once while preparing a phase")
 	fs.DurationVar(&o.firstLineHold, "first-line-hold", 2*time.Second, "first-line phase: how long each continuation works silently after its first line, so that a burst's continuations do not finish while the rest of it waits; in the steady part, each client posts about one decision per hold")
 	fs.StringVar(&o.printConfig, "print-config", "", "print the hold, first-line, quick or burst configuration as YAML for \"turnstile config apply\" (needed without --dsn), and exit")
@@ -299,7 +319,8 @@ func (o *options) validate() error {
 		{"--first-line-rounds", o.firstLineRounds}, {"--steady-n", o.steadyN}, {"--steady-decisions", o.steadyDecisions},
 		{"--durable-n", o.durableN}, {"--burst-n", o.burstN},
 		{"--durable-concurrency", o.durableConcurrency}, {"--signin-n", o.signinN}, {"--signin-rounds", o.signinRounds},
-		{"--setup-concurrency", o.setupConcurrency}, {"--followers", o.followers}, {"--followed-runs", o.followedRuns}} {
+		{"--setup-concurrency", o.setupConcurrency}, {"--followers", o.followers}, {"--followed-runs", o.followedRuns},
+		{"--steps-runs", o.stepsRuns}, {"--steps-calls", o.stepsCalls}} {
 		if c.v < 1 {
 			return fmt.Errorf("%s must be at least 1, not %d", c.name, c.v)
 		}
@@ -337,6 +358,10 @@ func (o *options) validate() error {
 		return fmt.Errorf("--follow-tick must be between 100ms and %s, not %s", maxHold, o.followTick)
 	case o.followWindow < time.Second:
 		return fmt.Errorf("--follow-window must be at least 1s, not %s", o.followWindow)
+	case o.stepsWindow < time.Second:
+		return fmt.Errorf("--steps-window must be at least 1s, not %s", o.stepsWindow)
+	case slices.Contains(o.phases, phaseSteps) && o.dsn == "":
+		return errors.New("the steps phase needs --dsn: it saves its configuration itself")
 	case slices.Contains(o.phases, phaseFollowers) && o.dsn == "":
 		return errors.New("the followers phase needs --dsn: it runs the followed continuations itself and reads the database's counters")
 	case slices.Contains(o.phases, phaseStreams) && o.hold < 2*o.keepalive:

@@ -48,6 +48,7 @@ type report struct {
 	durable   *durableResult
 	signin    *signinResult
 	followers *followersResult
+	steps     *stepsResult
 }
 
 func (r *report) note(s string) { r.notes = append(r.notes, s) }
@@ -129,6 +130,9 @@ func (r *report) rows() []row {
 	}
 	if f := r.followers; f != nil {
 		rows = append(rows, f.rows()...)
+	}
+	if s := r.steps; s != nil {
+		rows = append(rows, s.rows()...)
 	}
 	return rows
 }
@@ -240,6 +244,9 @@ func (r *report) write(w io.Writer) {
 	}
 	if f := r.followers; f != nil {
 		fmt.Fprint(w, f.line())
+	}
+	if s := r.steps; s != nil {
+		fmt.Fprint(w, s.line())
 	}
 	for _, n := range r.notes {
 		fmt.Fprintf(w, "- note: %s\n", n)
