@@ -20,8 +20,9 @@ import (
 // isContention). The reads that must not miss one get a pool of their own.
 
 // syncedPoolSize bounds the pool of the reads that wait for the cluster:
-// a lost claim's classification and the event streams' reads.
-const syncedPoolSize = 16
+// a lost claim's classification, the event streams' reads, a bearer
+// token's second look, and the web sessions (see cmd/turnstile).
+const syncedPoolSize = 32
 
 // SyncReads makes the reads that must see every commit of the cluster —
 // the one that classifies a lost claim (RunSynced), and the event

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
@@ -174,11 +176,20 @@ func (s *Store) Authenticate(ctx context.Context, plain string) (*runtime.User, 
 		Scopes string `db:"token_scopes"`
 		Stale  bool   `db:"stale"`
 	}
-	err := s.db.GetContext(ctx, &r, `
-		SELECT t.scopes AS token_scopes, `+staleToken+` AS stale,
-			u.id, u.name, u.role, u.grants, u.password_hash, u.created_at
-		FROM api_tokens t JOIN users u ON u.id = t.user_id
-		WHERE t.token_hash = ? AND t.revoked_at IS NULL AND t.expires_at > NOW(6)`, hash)
+	lookup := func(db *sqlx.DB) error {
+		return db.GetContext(ctx, &r, `
+			SELECT t.scopes AS token_scopes, `+staleToken+` AS stale,
+				u.id, u.name, u.role, u.grants, u.password_hash, u.created_at
+			FROM api_tokens t JOIN users u ON u.id = t.user_id
+			WHERE t.token_hash = ? AND t.revoked_at IS NULL AND t.expires_at > NOW(6)`, hash)
+	}
+	err := lookup(s.db)
+	if errors.Is(err, sql.ErrNoRows) && s.synced != nil {
+		// On a cluster a token made a moment ago through another node
+		// may not have reached this one: a miss asks again, waiting for
+		// the cluster's commits (see SyncReads). Only misses pay for it.
+		err = lookup(s.synced)
+	}
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, nil, runtime.ErrTokenInvalid

@@ -75,7 +75,14 @@ func serve(ctx context.Context, args []string, e env) error {
 	}
 	warnFileLimit(log, *maxContinuations)
 	sessions := scs.New()
-	sessionStore := mysqlstore.NewWithCleanupInterval(a.db.DB, 5*time.Minute)
+	// On a cluster a session made at sign-in through one node is read at
+	// the next request, which a load balancer may send to an instance on
+	// another node: the sessions' reads wait for the cluster's commits.
+	sessionDB := a.db
+	if a.synced != nil {
+		sessionDB = a.synced
+	}
+	sessionStore := mysqlstore.NewWithCleanupInterval(sessionDB.DB, 5*time.Minute)
 	defer sessionStore.StopCleanup()
 	sessions.Store = sessionStore
 	sessions.Lifetime = 12 * time.Hour
