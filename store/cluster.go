@@ -25,8 +25,10 @@ import (
 const syncedPoolSize = 32
 
 // SyncReads makes the reads that must see every commit of the cluster —
-// the one that classifies a lost claim (RunSynced), and the event
-// streams' (Events, LastSeq, FollowedEvents) — wait, each, until this node
+// the one that classifies a lost claim (RunSynced), the event streams'
+// (Events, LastSeq, FollowedEvents), a bearer token's second look
+// (Authenticate), and whatever the caller reads through the pool it
+// returns (serve's web sessions) — wait, each, until this node
 // has applied every commit the cluster made before it (wsrep_sync_wait=1,
 // set on a pool of their own). On a single server it does nothing and
 // returns nil: every read there sees every commit. Otherwise it returns
