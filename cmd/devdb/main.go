@@ -140,10 +140,11 @@ func initialise(dir, server string, mariadb bool, osUser string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	init := exec.Command(server, "--no-defaults", "--initialize-insecure", "--datadir="+data, "--user="+osUser)
+	tmp := filepath.Join(dir, "tmp") // see startPrivate
+	init := exec.Command(server, "--no-defaults", "--initialize-insecure", "--datadir="+data, "--tmpdir="+tmp, "--user="+osUser)
 	if mariadb {
 		init = exec.Command("mariadb-install-db", "--no-defaults", "--auth-root-authentication-method=normal",
-			"--datadir="+data, "--user="+osUser, "--skip-test-db")
+			"--datadir="+data, "--tmpdir="+tmp, "--user="+osUser, "--skip-test-db")
 	}
 	if out, err := init.CombinedOutput(); err != nil {
 		return fmt.Errorf("initialise %s: %w\n%s", data, err, out)
@@ -154,6 +155,13 @@ func initialise(dir, server string, mariadb bool, osUser string) error {
 func startPrivate(dir, server string, mariadb bool, dsn string) error {
 	u, err := user.Current()
 	if err != nil {
+		return err
+	}
+	// A tmpdir of its own, for the installation and every start: a MariaDB
+	// server deletes at start every "#sql" file in its tmpdir, which in
+	// /tmp are the live temporary tables of the other servers on the
+	// machine.
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
 		return err
 	}
 	if err := initialise(dir, server, mariadb, u.Username); err != nil {
@@ -173,7 +181,7 @@ func startPrivate(dir, server string, mariadb bool, dsn string) error {
 	logPath := logFile.Name()
 	// utf8mb4 because MariaDB's built-in default is latin1; "loose" because
 	// only MySQL has the X plugin, which would otherwise claim port 33060.
-	cmd := exec.Command(server, "--no-defaults", "--datadir="+filepath.Join(dir, "data"),
+	cmd := exec.Command(server, "--no-defaults", "--datadir="+filepath.Join(dir, "data"), "--tmpdir="+filepath.Join(dir, "tmp"),
 		"--socket="+filepath.Join(dir, "sock"), "--port="+strconv.Itoa(port), "--bind-address=127.0.0.1",
 		"--user="+u.Username, "--pid-file="+filepath.Join(dir, "pid"),
 		"--character-set-server=utf8mb4", "--loose-mysqlx=OFF")

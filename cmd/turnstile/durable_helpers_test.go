@@ -387,8 +387,14 @@ func startMariaDB(t *testing.T) *mariaDB {
 	_, port, _ := strings.Cut(freeAddr(t), ":")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// A tmpdir of its own: a MariaDB server deletes at start every "#sql"
+	// file in its tmpdir, which in /tmp are the live temporary tables of
+	// the other servers on the machine.
+	if err := os.Mkdir(dir+"/tmp", 0o755); err != nil {
+		t.Fatal(err)
+	}
 	install := exec.CommandContext(ctx, "mariadb-install-db", "--no-defaults", "--auth-root-authentication-method=normal",
-		"--datadir="+dir+"/data", "--user=root", "--skip-test-db")
+		"--datadir="+dir+"/data", "--tmpdir="+dir+"/tmp", "--user=root", "--skip-test-db")
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
@@ -415,7 +421,7 @@ func (m *mariaDB) dsn(database string) string {
 // start starts mariadbd on the data directory and waits until it answers.
 func (m *mariaDB) start(t *testing.T) {
 	t.Helper()
-	m.cmd = exec.Command("mariadbd", "--no-defaults", "--datadir="+m.dir+"/data", "--socket="+m.dir+"/sock",
+	m.cmd = exec.Command("mariadbd", "--no-defaults", "--datadir="+m.dir+"/data", "--tmpdir="+m.dir+"/tmp", "--socket="+m.dir+"/sock",
 		"--port="+m.port, "--bind-address=127.0.0.1", "--user=root", "--pid-file="+m.dir+"/pid")
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	if err := m.cmd.Start(); err != nil {

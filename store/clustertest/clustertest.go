@@ -3,6 +3,12 @@
 // cmd/devcluster: Debian's mariadb-server and galera-4, state transfers by
 // rsync, every node in a folder of its own under one temporary directory.
 //
+// Every node, and its installation, has a tmpdir of its own: a MariaDB
+// server deletes at start every "#sql" file in its tmpdir, which in the
+// shared /tmp are the temporary tables of the other servers on the
+// machine (seen here: the server on 3306 failing its queries, and dying
+// of signal 11, after a node started).
+//
 // A test binary starts one cluster for all its tests (a start costs tens of
 // seconds) and stops it when its tests are done; each test makes databases
 // of its own on it, as on a single server.
@@ -113,13 +119,16 @@ func (c *Cluster) start(ctx context.Context, n int) error {
 		nd := &Node{name: "n" + strconv.Itoa(i+1), port: ports[4*i], log: &syncBuffer{}}
 		nd.dir = filepath.Join(c.dir, nd.name)
 		nd.conf = filepath.Join(nd.dir, "my.cnf")
-		if err := os.MkdirAll(filepath.Join(nd.dir, "data"), 0o755); err != nil {
-			return err
+		for _, sub := range []string{"data", "tmp"} {
+			if err := os.MkdirAll(filepath.Join(nd.dir, sub), 0o755); err != nil {
+				return err
+			}
 		}
 		conf := fmt.Sprintf(`[mariadbd]
 datadir=%[1]s/data
 socket=%[1]s/sock
 pid-file=%[1]s/pid
+tmpdir=%[1]s/tmp
 port=%[2]s
 bind-address=127.0.0.1
 %[3]s
@@ -150,7 +159,7 @@ wsrep_sst_receive_address=127.0.0.1:%[9]s
 	}
 	first := c.nodes[0]
 	install := exec.CommandContext(ctx, "mariadb-install-db", "--no-defaults", "--auth-root-authentication-method=normal",
-		"--datadir="+filepath.Join(first.dir, "data"), "--skip-test-db", "--user="+owner.name)
+		"--datadir="+filepath.Join(first.dir, "data"), "--tmpdir="+filepath.Join(first.dir, "tmp"), "--skip-test-db", "--user="+owner.name)
 	if out, err := install.CombinedOutput(); err != nil {
 		return fmt.Errorf("clustertest: mariadb-install-db: %v\n%s", err, out)
 	}
