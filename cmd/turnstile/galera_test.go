@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,11 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/store"
 	"github.com/turnstile-dev/turnstile/store/clustertest"
+	"github.com/turnstile-dev/turnstile/store/dbtest"
 	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
@@ -77,47 +77,18 @@ func cluster(t *testing.T) *clustertest.Cluster {
 }
 
 // clusterRig is a rig on a database of its own on the cluster, made and
-// migrated through node 0 and dropped when the test ends; dsns are its
-// DSNs on every node.
+// migrated through node 0 and dropped when the test ends (store/dbtest);
+// dsns are its DSNs on every node.
 func clusterRig(t *testing.T, c *clustertest.Cluster, yamls ...string) (*rig, []string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "turnstile_galera_" + hex.EncodeToString(b)
-	admin, err := store.Open(ctx, c.DSN(0, ""))
+	db, dsn := dbtest.NewOn(t, c.DSN(0, ""))
+	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		admin, err := store.Open(ctx, c.DSN(0, ""))
-		if err != nil {
-			t.Errorf("drop %s: %v", name, err)
-			return
-		}
-		defer admin.Close()
-		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name); err != nil {
-			t.Errorf("drop %s: %v", name, err)
-		}
-	})
 	dsns := make([]string, c.Size())
 	for i := range dsns {
-		dsns[i] = c.DSN(i, name)
-	}
-	db, err := store.Open(ctx, dsns[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := store.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
+		dsns[i] = c.DSN(i, cfg.DBName)
 	}
 	return newRigOn(t, db, dsns[0], yamls...), dsns
 }

@@ -35,9 +35,16 @@ func ServerDSN() string {
 // the test fails with what to do: tests are never skipped for want of one.
 func New(t testing.TB) (*sqlx.DB, string) {
 	t.Helper()
+	return NewOn(t, ServerDSN())
+}
+
+// NewOn is New on the server of another DSN (a cluster's node: the
+// database is then on every node).
+func NewOn(t testing.TB, serverDSN string) (*sqlx.DB, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg, err := mysql.ParseDSN(ServerDSN())
+	cfg, err := mysql.ParseDSN(serverDSN)
 	if err != nil {
 		t.Fatalf("dbtest: TURNSTILE_DSN: %v", err)
 	}
