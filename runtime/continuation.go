@@ -263,9 +263,9 @@ func (c *Continuation) apply(ctx context.Context) error {
 				return err
 			}
 			if d.Scope == ScopeSession {
-				// What the claim stored, named again here: this holder
-				// may have read the run's standing approvals before the
-				// claim's reached it (another node of a cluster).
+				// The names the claim stored, named the same way from
+				// the decision as stored, so that this holder's set and
+				// the store's never differ (a worker's included).
 				for _, n := range standingNames(pending, edits, c.tool) {
 					c.standing[n] = true
 				}
