@@ -45,7 +45,8 @@ type BulkStore interface {
 // Each request names its own Path. The runs and their configurations are
 // read at once and the claims made in batches; a lost claim is classified
 // exactly as Decide's is. Requests must name distinct runs: a second
-// request for a run is refused with invalid_request.
+// request for a run is refused with invalid_request, as is one that edits
+// arguments (a bulk edits no call: it would approve the call unedited).
 func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest) []Decided {
 	out := make([]Decided, len(reqs))
 	pipes := make([]pipeline, len(reqs))
@@ -60,6 +61,10 @@ func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest) []Decided
 		seen[reqs[i].RunID] = true
 		if err := validDecision(&reqs[i]); err != nil {
 			out[i].Err = err
+			continue
+		}
+		if len(reqs[i].Arguments) > 0 || len(reqs[i].FormErrors) > 0 {
+			out[i].Err = refuse(CodeInvalidRequest, "a bulk decision edits no call: edit run %d's calls in a decision of its own", reqs[i].RunID)
 			continue
 		}
 		pipes[i] = approvalPipeline(e, reqs[i])
@@ -97,7 +102,13 @@ func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest) []Decided
 			out[i].Err = err
 			continue
 		}
-		c, d, err := p.prepare(DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}, p.standing(req))
+		d := DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}
+		standing, err := p.standing(d)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		c, d, err := p.prepare(d, standing)
 		if err != nil {
 			out[i].Err = err
 			continue

@@ -81,6 +81,23 @@ func TestDecideManyRefusesEachOnItsOwn(t *testing.T) {
 	}
 }
 
+// TestDecideManyTakesNoEdits: a bulk has no way to carry an edit out, so
+// a request of one that names edited arguments is refused, with nothing
+// written, rather than approved (for the rest of the run, even) as the
+// model proposed it.
+func TestDecideManyTakesNoEdits(t *testing.T) {
+	f := newFixture(t, 0, refundYAML)
+	paused, order := f.Waiting(t, "refund")
+	before := f.State(t, paused.RunID)
+	res := f.Engine.DecideMany(context.Background(), []runtime.DecideRequest{{RunID: paused.RunID, Digest: paused.Digest,
+		Decision: runtime.DecisionApprove, Scope: runtime.ScopeSession, Actor: f.approver, Path: runtime.PathRequest,
+		Arguments: edit(paused, fmt.Sprintf(`{"order_id":%q,"amount_cents":1}`, order))}})
+	if len(res) != 1 || runtime.CodeOf(res[0].Err) != runtime.CodeInvalidRequest || res[0].Continuation != nil {
+		t.Fatalf("a bulk with an edit = %+v, want it refused with invalid_request", res)
+	}
+	f.Unchanged(t, paused.RunID, before)
+}
+
 // A bulk racing single decisions of the same runs: each run ends with one
 // decision, and every loser is told already_resuming, never an error.
 func TestDecideManyRacingSingles(t *testing.T) {

@@ -258,15 +258,21 @@ func (c *Continuation) apply(ctx context.Context) error {
 		p["scope"], p["reason"] = d.Scope, d.Reason
 		approved := d.Kind == DecisionApprove
 		if approved {
-			if err := c.edit(d, pending, p); err != nil {
+			edits, err := c.edit(d, pending, p)
+			if err != nil {
 				return err
+			}
+			if d.Scope == ScopeSession {
+				// The names the claim stored, named the same way from
+				// the decision as stored, so that this holder's set and
+				// the store's never differ (a worker's included).
+				for _, n := range standingNames(pending, edits, c.tool) {
+					c.standing[n] = true
+				}
 			}
 		}
 		for _, call := range pending.Calls {
 			c.state.Verdicts[call.ID] = Verdict{Approved: approved, By: d.DeciderName, Reason: d.Reason}
-			if approved && d.Scope == ScopeSession {
-				c.standing[pending.StandingName(call)] = true
-			}
 			if !approved {
 				msg := DeniedPrefix + d.DeciderName
 				if d.Reason != "" {
@@ -364,15 +370,6 @@ func (c *Continuation) needsPerson(call ToolCall) bool {
 		return true
 	}
 	return c.cfg.NeedsApproval(spec) && !c.standing[standingName(t, call)]
-}
-
-// standingName is what a standing approval must name to cover a call: the
-// tool it calls, for a tool that calls others, else its own name.
-func standingName(t Tool, call ToolCall) string {
-	if n, ok := t.(StandingNamer); ok {
-		return n.StandingName(call.Arguments)
-	}
-	return call.Name
 }
 
 // handle answers one call: executes it, or pauses the run for a person.

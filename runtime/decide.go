@@ -67,14 +67,18 @@ func (e *Engine) Decide(ctx context.Context, req DecideRequest) (*Continuation, 
 	if err := p.checkApproval(); err != nil {
 		return nil, err
 	}
-	var edited json.RawMessage
+	d := DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}
 	if p.approve {
 		var err error
-		if edited, err = p.checkEdits(ctx, req.Arguments, req.FormErrors); err != nil {
+		if d.Arguments, err = p.checkEdits(ctx, req.Arguments, req.FormErrors); err != nil {
 			return nil, err
 		}
 	}
-	return p.claim(ctx, DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason, Arguments: edited}, p.standing(req))
+	standing, err := p.standing(d)
+	if err != nil {
+		return nil, err
+	}
+	return p.claim(ctx, d, standing)
 }
 
 // validDecision refuses a decision that is malformed whatever the run
@@ -110,18 +114,6 @@ func (p *pipeline) checkApproval() error {
 		return p.checkGrants()
 	}
 	return nil
-}
-
-// standing names the tools an approval for the session approves for the
-// rest of the run.
-func (p *pipeline) standing(req DecideRequest) []string {
-	var standing []string
-	if p.approve && req.Scope == ScopeSession {
-		for _, c := range p.state.Pending.Calls {
-			standing = append(standing, p.state.Pending.StandingName(c))
-		}
-	}
-	return standing
 }
 
 // SubmitInput runs the decision pipeline for an answer to an input turn;
@@ -180,6 +172,9 @@ type pipeline struct {
 	run   *Run
 	cfg   *Configuration
 	state State
+	// tools are the turn's tools by name, found when an edit had to be
+	// checked against them (checkEdits); nil without an edit.
+	tools map[string]Tool
 }
 
 // check runs the checks that write nothing, in order: each later check

@@ -39,7 +39,9 @@ func EditField(callID, property string) string {
 // are fields a surface could not even read (text where a number belongs),
 // already keyed as EditField keys. It returns the replacements as stored
 // (a JSON object by call id, normalized; nil when none changes anything)
-// or an invalid_input refusal naming every bad field at once.
+// or an invalid_input refusal naming every bad field at once. The tools it
+// checked the edits against stay on the pipeline (p.tools): an edited
+// call's standing name is asked of its tool again (see standingNames).
 func (p *pipeline) checkEdits(ctx context.Context, edits map[string]json.RawMessage, formErrors map[string]string) (json.RawMessage, error) {
 	if len(edits) == 0 && len(formErrors) == 0 {
 		return nil, nil
@@ -68,7 +70,6 @@ func (p *pipeline) checkEdits(ctx context.Context, edits map[string]json.RawMess
 		return nil, &Refusal{Code: CodeInvalidInput, Fields: fields,
 			Message: fmt.Sprintf("the pending turn has no call %s; its calls are %s", quoteAll(unknown), quoteAll(ids))}
 	}
-	var schemas map[string]json.RawMessage
 	out := map[string]json.RawMessage{}
 	for _, id := range ids {
 		raw, ok := edits[id]
@@ -93,17 +94,17 @@ func (p *pipeline) checkEdits(ctx context.Context, edits map[string]json.RawMess
 			fields[EditField(id, "")] = "must be a JSON object of the tool's arguments"
 			continue
 		}
-		if schemas == nil {
-			if schemas, err = p.e.parameters(ctx, p.cfg, p.state.Pending.ToolNames()); err != nil {
+		if p.tools == nil {
+			if p.tools, err = p.e.turnTools(ctx, p.cfg, p.state.Pending.ToolNames()); err != nil {
 				return nil, err
 			}
 		}
-		sch, known := schemas[call.Name]
+		t, known := p.tools[call.Name]
 		if !known {
 			fields[EditField(id, "")] = fmt.Sprintf("cannot be checked: the tool %s is not available now", call.Name)
 			continue
 		}
-		if len(bytes.TrimSpace(sch)) > 0 {
+		if sch := t.Spec().Parameters; len(bytes.TrimSpace(sch)) > 0 {
 			msgs, err := p.e.validator.Errors(sch, args)
 			if err != nil {
 				return nil, fmt.Errorf("runtime: check edited arguments of %s: %w", call.Name, err)
@@ -136,16 +137,16 @@ func (p *pipeline) checkEdits(ctx context.Context, edits map[string]json.RawMess
 	return b, nil
 }
 
-// parameters returns the parameters schema of each named tool the
-// configuration has, by name, found as the continuation finds its tools:
-// the configuration's tool source asked only for names that are not
-// built-in tools it allows. A tool that cannot be found is left out.
-func (e *Engine) parameters(ctx context.Context, cfg *Configuration, names []string) (map[string]json.RawMessage, error) {
-	out := map[string]json.RawMessage{}
+// turnTools returns each named tool the configuration has, by name, found
+// as the continuation finds its tools: the configuration's tool source
+// asked only for names that are not built-in tools it allows. A tool that
+// cannot be found is left out.
+func (e *Engine) turnTools(ctx context.Context, cfg *Configuration, names []string) (map[string]Tool, error) {
+	out := map[string]Tool{}
 	var rest []string
 	for _, n := range names {
 		if t, ok := e.allowedTool(cfg, n); ok {
-			out[n] = t.Spec().Parameters
+			out[n] = t
 		} else {
 			rest = append(rest, n)
 		}
@@ -160,18 +161,19 @@ func (e *Engine) parameters(ctx context.Context, cfg *Configuration, names []str
 		e.log.Warn("configuration's tools unavailable to check an edit", "configuration", cfg.Identifier, "err", err)
 	}
 	for _, t := range tools {
-		spec := t.Spec()
+		name := t.Spec().Name
 		for _, n := range rest {
-			if spec.Name == n {
-				out[n] = spec.Parameters
+			if name == n {
+				out[n] = t
 			}
 		}
 	}
 	return out, nil
 }
 
-// builtinParameters is parameters without asking the tool source, for
-// pages: the schemas of the turn's built-in tools.
+// builtinParameters is the parameters schemas of the turn's built-in
+// tools, by name, for pages: what turnTools finds without asking the tool
+// source.
 func (e *Engine) builtinParameters(cfg *Configuration, turn *PendingTurn) map[string]json.RawMessage {
 	out := map[string]json.RawMessage{}
 	if cfg == nil {
@@ -262,11 +264,12 @@ func describeFields(fields map[string]string) string {
 // model's message that made the calls is rewritten (in the decision's
 // step commit), so the tools run with the edited values and the model
 // reads what was executed. The approval event names the edited calls; the
-// values are content, kept at privacy level full only.
-func (c *Continuation) edit(d *DecisionRecord, pending *PendingTurn, p payload) error {
+// values are content, kept at privacy level full only. It returns the
+// edits, by call id.
+func (c *Continuation) edit(d *DecisionRecord, pending *PendingTurn, p payload) (map[string]json.RawMessage, error) {
 	edits, err := editedArguments(d)
 	if err != nil || len(edits) == 0 {
-		return err
+		return nil, err
 	}
 	ids := []string{}
 	for _, call := range pending.Calls {
@@ -279,5 +282,5 @@ func (c *Continuation) edit(d *DecisionRecord, pending *PendingTurn, p payload) 
 	if i := applyEdits(c.state.Messages, edits); i >= 0 && (c.rewrite < 0 || i < c.rewrite) {
 		c.rewrite = i
 	}
-	return nil
+	return edits, nil
 }

@@ -53,7 +53,9 @@ type PendingTurn struct {
 	Attempt int    `json:"attempt,omitempty"`
 	// Standing names, by call id, what an approval for the whole run
 	// covers when it is not the call's own tool: the tool a meta-tool's
-	// execute calls (see StandingNamer).
+	// execute calls (see StandingNamer), for the arguments as offered. An
+	// approval that edits a call stands for what the edit runs instead
+	// (see standingNames).
 	Standing map[string]string `json:"standing,omitempty"`
 	// Previews say, by call id, what a call would do, in the words of its
 	// tool (see Previewer); part of what the decider saw.
@@ -75,7 +77,8 @@ func (t *PendingTurn) ToolNames() []string {
 	return names
 }
 
-// StandingName is what a standing approval of a call of this turn covers.
+// StandingName is what a standing approval of a call of this turn covers
+// when the call runs with the arguments it was offered with.
 func (t *PendingTurn) StandingName(call ToolCall) string {
 	if n, ok := t.Standing[call.ID]; ok {
 		return n

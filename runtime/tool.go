@@ -67,7 +67,9 @@ type Previewer interface {
 // StandingNamer is implemented by a tool that calls other tools (an MCP
 // meta-tool's execute). A standing approval (scope=session) of one of its
 // calls covers the tool the call names, never the calling tool itself, so
-// approving one execute does not release every tool behind it.
+// approving one execute does not release every tool behind it. It is asked
+// for the arguments the call runs with: an approval's edited ones, when it
+// edited the call.
 type StandingNamer interface {
 	StandingName(arguments json.RawMessage) string
 }

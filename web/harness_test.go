@@ -99,12 +99,20 @@ const testPassword = "password"
 // newApp serves the web layer with the given keepalive (10 s when zero).
 func newApp(t testing.TB, keepalive time.Duration, options ...func(*web.Deps)) *testApp {
 	t.Helper()
+	return newAppWith(t, keepalive, nil, nil, options...)
+}
+
+// newAppWith is newApp whose engine brings the tools of src too (none
+// when nil), with more configurations beside testConfigs.
+func newAppWith(t testing.TB, keepalive time.Duration, src runtime.ToolSource, configs []string, options ...func(*web.Deps)) *testApp {
+	t.Helper()
 	hash, err := web.HashPassword(testPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := metrics.New(nil)
-	w := testrig.New(t, testrig.Configs(testConfigs...), testrig.PasswordHash(hash), testrig.Engine(runtime.Options{Metrics: m}),
+	w := testrig.New(t, testrig.Configs(testConfigs...), testrig.Configs(configs...), testrig.PasswordHash(hash),
+		testrig.Engine(runtime.Options{Metrics: m, Source: src}),
 		testrig.Orders(runtime.Order{ID: "W-", Customer: "MARKER-CUSTOMER", AmountCents: 4200}), testrig.Prompt("Refund %s"))
 	if err := m.WatchBacklog(w.Store); err != nil {
 		t.Fatal(err)
