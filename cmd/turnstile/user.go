@@ -42,7 +42,7 @@ func user(ctx context.Context, args []string, e env) error {
 	if args[0] == "delete" {
 		// Cancelling a run notifies its configuration's endpoints, whose
 		// links start with this.
-		fs.StringVar(&d.publicURL, "public-url", "", "where people reach this Turnstile, e.g. https://turnstile.example: the base of the run_url of the run.settled notifications of the runs cancelled (default http://127.0.0.1:8080)")
+		fs.StringVar(&d.publicURL, "public-url", "", "where people reach this Turnstile, e.g. https://turnstile.example: the base of the links in the run.settled notifications of the runs it cancels (default: http://127.0.0.1:8080)")
 	}
 	if args[0] == "add" {
 		fs.StringVar(&role, "role", "user", "admin or user")
