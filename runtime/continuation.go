@@ -63,6 +63,7 @@ type Continuation struct {
 	interrupted string              // call id whose write was interrupted (recovery)
 	stamped     bool                // a pending effect may be stamped: the next commit clears it
 	unreadable  bool                // the stored state cannot be read: settle as failed
+	orphaned    bool                // the owner no longer exists: cancel before any step
 	extra       map[string]Tool     // the configuration's tools from its ToolSource
 	unavailable []*UnavailableError // what of them the ToolSource could not bring
 	lost        atomic.Bool
@@ -129,6 +130,9 @@ func (c *Continuation) execute(ctx context.Context) Outcome {
 	}
 	// From here on this continuation hands its run's followers each step.
 	c.e.feed.hold(c)
+	if c.orphaned {
+		return c.ownerGone(ctx)
+	}
 	if c.unreadable {
 		return c.settle(ctx, StatusFailed, ReasonUnreadable, "", "the stored state cannot be read")
 	}
@@ -196,6 +200,11 @@ func (c *Continuation) load(ctx context.Context) error {
 		return err
 	}
 	c.seq = r.LastSeq
+	if r.OwnerDeleted {
+		// Nothing else is needed: the run is cancelled before any step.
+		c.orphaned = true
+		return nil
+	}
 	if c.unreadable {
 		return nil
 	}
@@ -408,7 +417,13 @@ func (c *Continuation) handle(ctx context.Context, call ToolCall) (Outcome, bool
 		// Stamped before the attempt: a failed stamp may still have been
 		// written, and the next commit must clear it either way.
 		c.stamped = true
-		if err := c.e.store.MarkPendingEffect(ctx, c.run.ID, c.run.ClaimedBy, call.ID, c.e.lease); err != nil {
+		err := c.e.store.MarkPendingEffect(ctx, c.run.ID, c.run.ClaimedBy, call.ID, c.e.lease)
+		if errors.Is(err, ErrCancelRequested) {
+			// A cancel asked for since the last step boundary (its owner's
+			// deletion among them) stops the write before it starts.
+			return c.cancelled(ctx), true
+		}
+		if err != nil {
 			return c.stopped(err), true
 		}
 	}
@@ -652,10 +667,18 @@ func (c *Continuation) settle(ctx context.Context, status Status, reason, answer
 
 // cancelled honours a cancel request at a step boundary.
 func (c *Continuation) cancelled(ctx context.Context) Outcome {
-	if err := c.record(ctx, KindCancel, c.state.Iterations, 0, payload{"requested": true}, nil); err != nil {
+	reason, err := c.cancelReason(ctx)
+	if err != nil {
 		return c.stopped(err)
 	}
-	return c.settle(ctx, StatusCancelled, ReasonCancelled, "", "")
+	p := payload{"requested": true}
+	if reason == ReasonOwnerDeleted {
+		p["owner_deleted"] = true
+	}
+	if err := c.record(ctx, KindCancel, c.state.Iterations, 0, p, nil); err != nil {
+		return c.stopped(err)
+	}
+	return c.settle(ctx, StatusCancelled, reason, "", "")
 }
 
 // handBack returns the run to the workers at a step boundary: decided when

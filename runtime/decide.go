@@ -204,6 +204,12 @@ func (p *pipeline) checkRun(ctx context.Context, run *Run, cfg *Configuration, e
 	if run.Status != p.waitFor {
 		return p.notWaiting(ctx, run)
 	}
+	if run.OwnerDeleted {
+		// Deleting a user cancels their runs in the same transaction; a
+		// run that escaped it still never continues as someone who does
+		// not exist.
+		return refuse(CodeNotWaiting, "run %d no longer waits: its owner was deleted", run.ID)
+	}
 	if p.inbox && run.Origin == OriginProcess {
 		return refuse(CodeProcessRun, "run %d is decided by the process that started it", run.ID)
 	}

@@ -231,7 +231,7 @@ func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelRe
 				return CancelResult{}, err
 			}
 			var notes []Delivery
-			if notes, err = e.cancelNotifications(ctx, run); err != nil {
+			if notes, err = e.settledNotifications(ctx, run, ReasonCancelled); err != nil {
 				return CancelResult{}, err
 			}
 			err = e.store.CancelIdle(ctx, runID, run.Status, events, notes)

@@ -207,9 +207,10 @@ func (e *Engine) slackText(cfg *Configuration, runID int64, n notice) string {
 	}
 }
 
-// cancelNotifications are the notifications of an idle run's cancel: its
-// run.settled, as cancelled.
-func (e *Engine) cancelNotifications(ctx context.Context, run *Run) ([]Delivery, error) {
+// settledNotifications are the notifications of an idle run's cancel: its
+// run.settled, as cancelled for the reason given (a person's cancel, or
+// the deletion of its owner).
+func (e *Engine) settledNotifications(ctx context.Context, run *Run, reason string) ([]Delivery, error) {
 	cfg, err := e.store.Configuration(ctx, run.ConfigurationID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil // nobody left to tell
@@ -217,5 +218,5 @@ func (e *Engine) cancelNotifications(ctx context.Context, run *Run) ([]Delivery,
 	if err != nil {
 		return nil, err
 	}
-	return e.notifications(cfg, run.ID, notice{event: EventRunSettled, status: StatusCancelled, reason: ReasonCancelled})
+	return e.notifications(cfg, run.ID, notice{event: EventRunSettled, status: StatusCancelled, reason: reason})
 }

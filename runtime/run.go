@@ -56,6 +56,9 @@ const (
 	ReasonToolMissing    = "tool_unavailable"
 	ReasonWriteUnknown   = "lease_lost_write_unknown"
 	ReasonUnreadable     = "unreadable_state"
+	// ReasonOwnerDeleted settles, as cancelled, the runs of a user who was
+	// deleted: nobody may decide them or act as that user any more.
+	ReasonOwnerDeleted = "owner_deleted"
 )
 
 // Run is one execution of a configuration for its owner, as stored.
@@ -86,6 +89,9 @@ type Run struct {
 	DecisionDeadline *time.Time `db:"decision_deadline"`
 	// OwnerName is the owner's user name, where a list reads it.
 	OwnerName string `db:"owner_name"`
+	// OwnerDeleted says the owner no longer exists, where the reads for a
+	// decision (RunForDecision, RunsForDecision) say it; false elsewhere.
+	OwnerDeleted bool `db:"owner_deleted"`
 }
 
 // Role is what a user may do beyond deciding their own runs.

@@ -46,7 +46,9 @@ type Store interface {
 	// the runs among them that their holder no longer holds.
 	RenewLeases(ctx context.Context, held []Lease, lease time.Duration) (lost []int64, err error)
 	// MarkPendingEffect stamps the call whose non-idempotent write is about
-	// to run (and renews the lease); ErrLeaseLost when not held.
+	// to run (and renews the lease); ErrLeaseLost when not held,
+	// ErrCancelRequested (nothing stamped) when someone asked to cancel
+	// the run: the write must not start.
 	MarkPendingEffect(ctx context.Context, runID int64, claimedBy, callID string, lease time.Duration) error
 	// WaitingPage lists up to q.Limit runs waiting for a decision, oldest
 	// first, from q.After, with their owner's name, and counts how many
@@ -84,6 +86,19 @@ type Store interface {
 	// records the events and the notifications, guarded by its status;
 	// ErrClaimLost when it moved.
 	CancelIdle(ctx context.Context, runID int64, from Status, events []Event, notes []Delivery) error
+	// UnsettledRuns lists the runs a user owns that have not settled, by
+	// id (their id, configuration and status at least); none is an empty
+	// list.
+	UnsettledRuns(ctx context.Context, ownerID int64) ([]*Run, error)
+	// DeleteUser deletes a user, their API tokens, and cancels their
+	// unsettled runs in one transaction (see UserDeletion) and reports how
+	// many tokens it deleted; ErrNotFound for no such user, ErrClaimLost
+	// when the user's unsettled runs are not d.Runs, both with nothing
+	// written.
+	DeleteUser(ctx context.Context, d UserDeletion) (tokens int, err error)
+	// OwnerDeleted reports whether the owner of a run no longer exists
+	// (true, too, for a run that does not exist).
+	OwnerDeleted(ctx context.Context, runID int64) (bool, error)
 }
 
 // Resumed is what a continuation reads when it starts.
@@ -95,6 +110,9 @@ type Resumed struct {
 	Messages [][]byte
 	// Standing are the tool names approved for the whole run.
 	Standing []string
+	// OwnerDeleted says the run's owner no longer exists: the holder
+	// cancels the run before any step.
+	OwnerDeleted bool
 }
 
 // Claim is the atomic claim of a waiting run.

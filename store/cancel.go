@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
@@ -29,16 +31,30 @@ func (s *Store) CancelIdle(ctx context.Context, runID int64, from runtime.Status
 		return fmt.Errorf("store: cancel run %d: %w", runID, err)
 	}
 	defer tx.Rollback()
+	if err := cancelIdle(ctx, tx, runID, from, runtime.ReasonCancelled, events, notes); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// cancelIdle is CancelIdle inside a transaction of the caller's, settling
+// the run with a termination reason of the caller's: a person's cancel, or
+// the deletion of its owner. runtime.ErrClaimLost when the run is no
+// longer in status from.
+func cancelIdle(ctx context.Context, tx sqlx.ExtContext, runID int64, from runtime.Status, reason string, events []runtime.Event, notes []runtime.Delivery) error {
 	res, err := tx.ExecContext(ctx, `
-		UPDATE runs SET status = 'cancelled', termination_reason = 'cancelled', claimed_by = NULL,
+		UPDATE runs SET status = 'cancelled', termination_reason = ?, claimed_by = NULL,
 			lease_expires_at = NULL, turn_digest = NULL, waiting_since = NULL, decision_deadline = NULL,
 			updated_at = NOW(6)
-		WHERE id = ? AND status = ?`, runID, from)
+		WHERE id = ? AND status = ?`, reason, runID, from)
 	if err := oneRow(res, err, runtime.ErrClaimLost); err != nil {
 		return fmt.Errorf("store: cancel run %d: %w", runID, err)
 	}
 	var seq int
-	if err := tx.GetContext(ctx, &seq, `SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?`, runID); err != nil {
+	if err := sqlx.GetContext(ctx, tx, &seq, `SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?`, runID); err != nil {
 		return fmt.Errorf("store: cancel run %d: %w", runID, err)
 	}
 	for _, e := range events {
@@ -53,9 +69,6 @@ func (s *Store) CancelIdle(ctx context.Context, runID int64, from runtime.Status
 		return fmt.Errorf("store: cancel run %d: %w", runID, err)
 	}
 	if err := insertDeliveries(ctx, tx, notes); err != nil {
-		return fmt.Errorf("store: cancel run %d: %w", runID, err)
-	}
-	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: cancel run %d: %w", runID, err)
 	}
 	return nil

@@ -36,9 +36,11 @@ func (s *Store) RunsForDecision(ctx context.Context, ids []int64) (map[int64]run
 		return out, nil
 	}
 	q, args, err := sqlx.In(`
-		SELECT r.*, c.active AS configuration_active, c.definition AS configuration_definition
+		SELECT r.*, c.active AS configuration_active, c.definition AS configuration_definition,
+			u.id IS NULL AS owner_deleted
 		FROM (SELECT `+runColumns+` FROM runs r WHERE r.id IN (?)) AS r
-		LEFT JOIN configurations c ON c.id = r.configuration_id`, ids)
+		LEFT JOIN configurations c ON c.id = r.configuration_id
+		LEFT JOIN users u ON u.id = r.owner_id`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("store: read %d runs for decision: %w", len(ids), err)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -58,12 +59,23 @@ func (s *Store) RenewLeases(ctx context.Context, held []runtime.Lease, lease tim
 	return lost, nil
 }
 
-// MarkPendingEffect stamps the call whose write is about to run.
+// MarkPendingEffect stamps the call whose write is about to run;
+// runtime.ErrLeaseLost when the holder does not hold the run,
+// runtime.ErrCancelRequested, with nothing stamped, when someone asked to
+// cancel it.
 func (s *Store) MarkPendingEffect(ctx context.Context, runID int64, claimedBy, callID string, lease time.Duration) error {
+	// The cancel flag is in the guard: a cancel requested since the last
+	// step boundary stops the write before it starts, not after it.
 	res, err := s.db.ExecContext(ctx, `
 		UPDATE runs SET pending_effect = ?, lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND
-		WHERE id = ? AND status = 'running' AND claimed_by = ?`, callID, micros(lease), runID, claimedBy)
-	if err := oneRow(res, err, runtime.ErrLeaseLost); err != nil {
+		WHERE id = ? AND status = 'running' AND claimed_by = ? AND cancel_requested = 0`, callID, micros(lease), runID, claimedBy)
+	err = oneRow(res, err, runtime.ErrLeaseLost)
+	if errors.Is(err, runtime.ErrLeaseLost) {
+		if r, rerr := s.Run(ctx, runID); rerr == nil && r.Status == runtime.StatusRunning && r.ClaimedBy == claimedBy && r.CancelRequested {
+			err = runtime.ErrCancelRequested
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("store: mark pending effect of run %d: %w", runID, err)
 	}
 	return nil

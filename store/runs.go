@@ -38,8 +38,9 @@ func (s *Store) run(ctx context.Context, db *sqlx.DB, id int64) (*runtime.Run, e
 }
 
 // RunForDecision returns a run with its configuration in one round trip,
-// for the decision pipeline, which needs both before its claim; the
-// configuration is nil when it no longer exists. runtime.ErrNotFound for no run.
+// for the decision pipeline, which needs both before its claim, and
+// whether its owner still exists; the configuration is nil when it no
+// longer exists. runtime.ErrNotFound for no run.
 func (s *Store) RunForDecision(ctx context.Context, id int64) (*runtime.Run, *runtime.Configuration, error) {
 	var row struct {
 		runtime.Run
@@ -47,9 +48,11 @@ func (s *Store) RunForDecision(ctx context.Context, id int64) (*runtime.Run, *ru
 		Definition []byte `db:"configuration_definition"`
 	}
 	err := s.db.GetContext(ctx, &row, `
-		SELECT r.*, c.active AS configuration_active, c.definition AS configuration_definition
+		SELECT r.*, c.active AS configuration_active, c.definition AS configuration_definition,
+			u.id IS NULL AS owner_deleted
 		FROM (SELECT `+runColumns+` FROM runs r WHERE r.id = ?) AS r
-		LEFT JOIN configurations c ON c.id = r.configuration_id`, id)
+		LEFT JOIN configurations c ON c.id = r.configuration_id
+		LEFT JOIN users u ON u.id = r.owner_id`, id)
 	if err != nil {
 		return nil, nil, notFound(fmt.Sprintf("run %d", id), err)
 	}
@@ -109,10 +112,14 @@ func (s *Store) Resume(ctx context.Context, runID int64, withMessages bool) (run
 	fail := func(err error) (runtime.Resumed, error) {
 		return runtime.Resumed{}, fmt.Errorf("store: resume run %d: %w", runID, err)
 	}
+	// Whether the owner still exists rides along with the last seq: two
+	// primary-key lookups, no round trip of their own.
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?;
+		SELECT COALESCE(MAX(seq), 0),
+			NOT EXISTS (SELECT 1 FROM runs r JOIN users u ON u.id = r.owner_id WHERE r.id = ?)
+			FROM run_events WHERE run_id = ?;
 		SELECT body FROM run_messages WHERE run_id = ? AND ? ORDER BY idx;
-		SELECT tool_name FROM standing_approvals WHERE run_id = ? ORDER BY tool_name`, runID, runID, withMessages, runID)
+		SELECT tool_name FROM standing_approvals WHERE run_id = ? ORDER BY tool_name`, runID, runID, runID, withMessages, runID)
 	if err != nil {
 		return fail(err)
 	}
@@ -122,7 +129,7 @@ func (s *Store) Resume(ctx context.Context, runID int64, withMessages bool) (run
 			var body []byte
 			switch part {
 			case 0:
-				err = rows.Scan(&r.LastSeq)
+				err = rows.Scan(&r.LastSeq, &r.OwnerDeleted)
 			case 1:
 				if err = rows.Scan(&body); err == nil {
 					r.Messages = append(r.Messages, body)

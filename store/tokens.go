@@ -232,8 +232,9 @@ func (s *Store) RevokeToken(ctx context.Context, id int64) error {
 	return nil
 }
 
-// ListTokens returns every token, revoked and expired ones included, with
-// its user's name, oldest first; an empty slice when there are none.
+// ListTokens returns every token, revoked and expired ones included (until
+// the workers delete them), with its user's name, oldest first; an empty
+// slice when there are none.
 func (s *Store) ListTokens(ctx context.Context) ([]*Token, error) {
 	var rows []tokenRow
 	err := s.db.SelectContext(ctx, &rows, `SELECT `+tokenColumns+`

@@ -225,7 +225,7 @@ func TestAuthenticateRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	orphan, _ := mk(gone.ID)
-	if err := s.DeleteUser(ctx, gone.ID); err != nil {
+	if _, err := s.DeleteUser(ctx, runtime.UserDeletion{UserID: gone.ID}); err != nil {
 		t.Fatal(err)
 	}
 	unknown := "tst_" + strings.Repeat("0", 64)
@@ -321,7 +321,7 @@ func TestDeleteUserDeletesTheirTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.DeleteUser(ctx, gone.ID); err != nil {
+	if _, err := s.DeleteUser(ctx, runtime.UserDeletion{UserID: gone.ID}); err != nil {
 		t.Fatal(err)
 	}
 	count := func(user int64) int {
@@ -338,7 +338,7 @@ func TestDeleteUserDeletesTheirTokens(t *testing.T) {
 		t.Errorf("the other user has %d tokens, want 1", n)
 	}
 	// A failed delete deletes no token either.
-	if err := s.DeleteUser(ctx, gone.ID); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := s.DeleteUser(ctx, runtime.UserDeletion{UserID: gone.ID}); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("DeleteUser again: %v, want runtime.ErrNotFound", err)
 	}
 	if n := count(kept.ID); n != 1 {

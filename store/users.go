@@ -129,29 +129,6 @@ func (s *Store) User(ctx context.Context, id int64) (*runtime.User, error) {
 	return &u, nil
 }
 
-// DeleteUser deletes the user with this id and, in the same transaction,
-// every API token of theirs, so no token outlives its user; an error
-// wrapping runtime.ErrNotFound when there is none. Runs the user owns are left as
-// they are.
-func (s *Store) DeleteUser(ctx context.Context, id int64) error {
-	tx, err := s.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("store: delete user %d: %w", id, err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM api_tokens WHERE user_id = ?`, id); err != nil {
-		return fmt.Errorf("store: delete user %d: tokens: %w", id, err)
-	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = ?`, id)
-	if err := oneRow(res, err, runtime.ErrNotFound); err != nil {
-		return fmt.Errorf("store: delete user %d: %w", id, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: delete user %d: %w", id, err)
-	}
-	return nil
-}
-
 // ListUsers returns every user ordered by name; an empty slice when there
 // are none.
 func (s *Store) ListUsers(ctx context.Context) ([]runtime.User, error) {

@@ -154,7 +154,7 @@ func TestDeleteUser(t *testing.T) {
 	s := newStore(t)
 	gone := createUser(t, s, runtime.User{Name: "gone"})
 	kept := createUser(t, s, runtime.User{Name: "kept"})
-	if err := s.DeleteUser(ctx, gone.ID); err != nil {
+	if _, err := s.DeleteUser(ctx, runtime.UserDeletion{UserID: gone.ID}); err != nil {
 		t.Fatalf("DeleteUser: %v", err)
 	}
 	if _, err := s.User(ctx, gone.ID); !errors.Is(err, runtime.ErrNotFound) {
@@ -163,7 +163,7 @@ func TestDeleteUser(t *testing.T) {
 	if _, err := s.User(ctx, kept.ID); err != nil {
 		t.Errorf("the other user: %v", err)
 	}
-	if err := s.DeleteUser(ctx, gone.ID); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := s.DeleteUser(ctx, runtime.UserDeletion{UserID: gone.ID}); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("second DeleteUser: error = %v, want runtime.ErrNotFound", err)
 	}
 	// The name is free again.

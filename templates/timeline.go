@@ -141,6 +141,7 @@ func ReasonText(reason string) string {
 		"tool_unavailable":         "a tool it needs is not available",
 		"lease_lost_write_unknown": "it lost its lease while a write was in flight",
 		"unreadable_state":         "its saved state cannot be read",
+		"owner_deleted":            "cancelled: its owner was deleted",
 	}[reason]; ok {
 		return w
 	}

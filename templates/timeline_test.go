@@ -270,6 +270,7 @@ func TestReasonText(t *testing.T) {
 		"max_iterations":   "it reached its limit of rounds",
 		"unreadable_state": "its saved state cannot be read",
 		"tool_unavailable": "a tool it needs is not available",
+		"owner_deleted":    "cancelled: its owner was deleted",
 		"something_new":    "something new",
 	} {
 		if got := ReasonText(reason); got != want {

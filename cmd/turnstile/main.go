@@ -48,7 +48,8 @@ Commands:
   work      run workers only: durable decisions, queued runs, recovery
   migrate   apply the database migrations and exit
   user      add, list or delete users (user add --name N --role admin|user [--grant approve];
-            user list; user delete --name N, which deletes their API tokens too)
+            user list; user delete --name N, which deletes their API tokens too
+            and cancels their unsettled runs)
   token     create, revoke or list API bearer tokens (token create --user N
             --scopes run:start,run:read,run:decide,run:cancel [--ttl 720h] prints only
             the token, once; token revoke --id N; token list)

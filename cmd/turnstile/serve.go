@@ -82,9 +82,9 @@ func serve(ctx context.Context, args []string, e env) error {
 	if a.synced != nil {
 		sessionDB = a.synced
 	}
-	sessionStore := mysqlstore.NewWithCleanupInterval(sessionDB.DB, 5*time.Minute)
-	defer sessionStore.StopCleanup()
-	sessions.Store = sessionStore
+	// No cleanup goroutine of scs's own (one unbounded DELETE): the
+	// workers' sweeper deletes expired sessions, in bounded batches.
+	sessions.Store = mysqlstore.NewWithCleanupInterval(sessionDB.DB, 0)
 	sessions.Lifetime = 12 * time.Hour
 	sessions.Cookie.Name = "turnstile_session"
 	sessions.Cookie.HttpOnly = true

@@ -20,7 +20,8 @@ const userUsage = `usage: turnstile user add --name N --role admin|user [--grant
        turnstile user delete --name N`
 
 // user manages users: "user add", "user list" and "user delete", which
-// deletes the user's API tokens with them.
+// deletes the user's API tokens with them and cancels their unsettled
+// runs.
 func user(ctx context.Context, args []string, e env) error {
 	if len(args) > 0 && isHelp(args[0]) {
 		fmt.Fprintf(e.stdout, "%s\n\nRun \"turnstile user add --help\" for its flags.\n", helpOf(userUsage))
@@ -37,6 +38,11 @@ func user(ctx context.Context, args []string, e env) error {
 	var name, role, grants string
 	if args[0] != "list" {
 		fs.StringVar(&name, "name", "", "the user's sign-in name")
+	}
+	if args[0] == "delete" {
+		// Cancelling a run notifies its configuration's endpoints, whose
+		// links start with this.
+		fs.StringVar(&d.publicURL, "public-url", "", "where people reach this Turnstile, e.g. https://turnstile.example: the base of the links in the run.settled notifications of the runs it cancels (default: http://127.0.0.1:8080)")
 	}
 	if args[0] == "add" {
 		fs.StringVar(&role, "role", "user", "admin or user")
@@ -92,7 +98,9 @@ func user(ctx context.Context, args []string, e env) error {
 	return nil
 }
 
-// deleteUser deletes a user and their API tokens; the runs they own stay.
+// deleteUser deletes a user and their API tokens, and cancels every run
+// of theirs that has not settled (see runtime.Engine.DeleteUser); the runs
+// themselves stay, as records.
 func deleteUser(ctx context.Context, a *app, name string, e env) error {
 	if name == "" {
 		return errors.New("user delete: --name is required")
@@ -104,10 +112,18 @@ func deleteUser(ctx context.Context, a *app, name string, e env) error {
 	if err != nil {
 		return err
 	}
-	if err := a.store.DeleteUser(ctx, u.ID); err != nil {
-		return err
+	d, err := a.engine.DeleteUser(ctx, u.ID)
+	if errors.Is(err, runtime.ErrNotFound) {
+		return fmt.Errorf("user delete: no user %q", name)
 	}
-	fmt.Fprintf(e.stdout, "user %s deleted, with their API tokens\n", u.Name)
+	if err != nil {
+		return fmt.Errorf("user delete: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "user %s deleted: %s deleted, %s cancelled", u.Name, count(int64(d.Tokens), "API token"), count(int64(d.Cancelled+d.Stopping), "run"))
+	if d.Stopping > 0 {
+		fmt.Fprintf(e.stdout, " (%d running, which stop at their next step)", d.Stopping)
+	}
+	fmt.Fprintln(e.stdout)
 	return nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/turnstile-dev/turnstile/runtime"
 )
 
 // heartbeatEvery is how often a process refreshes its workers row; a
@@ -54,6 +56,7 @@ func startWorkers(ctx context.Context, a *app, n int) (stop func(wait context.Co
 	})
 	wg.Go(func() { a.engine.Work(wctx, n, pollEvery) })
 	wg.Go(func() { a.deliver(wctx) })
+	wg.Go(func() { a.sweep(wctx) })
 	a.log.Info("workers started", "worker", id, "loops", n)
 	return func(wait context.Context) {
 		a.engine.Drain()
@@ -69,6 +72,17 @@ func startWorkers(ctx context.Context, a *app, n int) (stop func(wait context.Co
 			a.log.Warn("remove worker row", "err", err)
 		}
 	}
+}
+
+// sweep deletes expired and revoked API tokens and expired sessions until
+// ctx ends: every process that runs workers does, each at moments of its
+// own.
+func (a *app) sweep(ctx context.Context) {
+	var sm runtime.SweepMetrics // nil counts nothing
+	if a.metrics != nil {
+		sm = a.metrics
+	}
+	runtime.NewSweeper(runtime.SweepOptions{Store: a.store, Metrics: sm, Logger: a.log}).Run(ctx)
 }
 
 // work runs worker loops only: it executes decided and queued runs and

@@ -59,6 +59,7 @@ type Metrics struct {
 	lineVec       *prometheus.CounterVec
 	expiries      *prometheus.CounterVec
 	webhooks      *prometheus.CounterVec // see webhooks.go
+	swept         *prometheus.CounterVec // see sweep.go
 }
 
 var _ runtime.Metrics = (*Metrics)(nil)
@@ -98,6 +99,7 @@ func New(log *slog.Logger) *Metrics {
 	m.reg.MustRegister(m.inFlight, m.stepVec, m.commitVec, m.decisions, m.claimsLost, m.recoveries, m.refusals, m.lineVec, m.expiries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.webhooks = newWebhookCounter(m.reg)
+	m.swept = newSweepCounter(m.reg)
 
 	// The children the hot paths use exist from the start: no lookup by
 	// label values on a step or a line, and every series shows 0 before
