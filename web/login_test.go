@@ -141,3 +141,65 @@ func TestPasswordHashes(t *testing.T) {
 		}
 	}
 }
+
+// TestLoginGuardCountsAttemptsBeforeTheirCheck: sixty wrong passwords
+// released together, each let through or refused before any of them was
+// checked (the race a check-then-count guard loses): for one name from
+// one address at most the name's free failures reach their check, and
+// from one address with a name each at most the address's; every other
+// attempt is told how long to wait.
+func TestLoginGuardCountsAttemptsBeforeTheirCheck(t *testing.T) {
+	tests := []struct {
+		name string
+		who  func(i int) (name, addr string)
+		want int
+	}{
+		{"one name from one address", func(int) (string, string) { return "owner", "192.0.2.1" }, nameThrottle.free},
+		{"one address, a name each", func(i int) (string, string) { return fmt.Sprintf("guess%d", i), "192.0.2.1" }, addrThrottle.free},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+			g := newLoginGuard()
+			g.now = func() time.Time { return now }
+			start, checking := make(chan struct{}), make(chan struct{})
+			var decided, wg sync.WaitGroup
+			var checked, refused atomic.Int64
+			decided.Add(60)
+			for i := range 60 {
+				name, addr := tt.who(i)
+				wg.Go(func() {
+					<-start
+					try, wait := tryWrongPassword(g, name, addr)
+					decided.Done()
+					if try == nil {
+						if wait <= 0 {
+							t.Errorf("attempt %d refused without a wait", i)
+						}
+						refused.Add(1)
+						return
+					}
+					checked.Add(1)
+					<-checking // every attempt has been let through or refused
+					try()
+				})
+			}
+			close(start)
+			decided.Wait()
+			close(checking)
+			wg.Wait()
+			if got := checked.Load(); got != int64(tt.want) || refused.Load() != int64(60-tt.want) {
+				t.Errorf("%d checked, %d refused; want %d checked, the other %d refused", got, refused.Load(), tt.want, 60-tt.want)
+			}
+		})
+	}
+}
+
+// tryWrongPassword starts an attempt: nil and the wait when it is
+// refused, else the function that records its wrong password.
+func tryWrongPassword(g *loginGuard, name, addr string) (fail func(), wait time.Duration) {
+	if wait := g.retryAfter(nameKey(name), addrKey(addr)); wait > 0 {
+		return nil, wait
+	}
+	return func() { g.failed(map[string]throttle{nameKey(name): nameThrottle, addrKey(addr): addrThrottle}) }, 0
+}
