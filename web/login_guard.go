@@ -23,15 +23,18 @@ import (
 //     address, each further attempt must wait a delay that doubles with
 //     every failure (1 s, 2 s, … up to 5 min); an attempt before then is
 //     429 with Retry-After and checks no password;
-//   - the name-wide count holds up, with its own doubling delay, only the
-//     addresses that have failed for that name (or have an attempt at it
-//     in flight). An address that has not is still checked, so that
-//     someone guessing from elsewhere cannot lock the owner out; but while
-//     the name is held up, such fresh addresses pass its gate one at a
-//     time, waiting their turn (within checkWait, like a check), so an
-//     attacker spreading over many addresses makes one guess at a time at
-//     the name — and one per address, which the name-wide count then
-//     refuses until its delay is over;
+//   - the name-wide count holds up no address that has not failed for the
+//     name, so that someone guessing from elsewhere cannot lock its owner
+//     out. Once it reaches nameThrottle.free, the name is held up for the
+//     delay of its count (from its latest attempt, as above): an address
+//     that has failed for the name (or has an attempt at it in flight)
+//     must wait that delay from its own latest attempt at the name — a
+//     typo of the owner's costs at most 5 minutes, however long others go
+//     on guessing — and every attempt at a held-up name, a fresh address's
+//     included, passes the name's gate one at a time, waiting its turn
+//     within checkWait as for a check. An attacker spreading over many
+//     addresses thus makes one guess at a time at the name, and one per
+//     address per delay (up to 5 minutes each);
 //   - failures are forgotten after failureWindow without one; a right
 //     password forgets its name's and its pair's at once, and leaves its
 //     address's as they were;
@@ -90,7 +93,7 @@ type loginGuard struct {
 
 	mu       sync.Mutex
 	failures map[string]*failures
-	gates    map[string]*nameGate // by name, while a fresh address's attempt at it is in flight
+	gates    map[string]*nameGate // by name, while an attempt at it since it was held up is in flight
 }
 
 // failures are one key's failed attempts, those still in flight included.
@@ -118,8 +121,7 @@ func (f *failures) wait(now time.Time) time.Duration {
 	return f.until.Sub(now)
 }
 
-// nameGate lets one fresh address's check for a held-up name through at a
-// time.
+// nameGate lets one check for a held-up name through at a time.
 type nameGate struct {
 	turn  chan struct{}
 	users int // attempts that may take turn; the gate is dropped at 0
@@ -143,7 +145,7 @@ type attempt struct {
 	name    string
 	keys    [3]string // name, pair, address
 	recs    [3]*failures
-	gate    *nameGate // nil unless the attempt is a fresh address's at a held-up name
+	gate    *nameGate // nil unless the name was held up when the attempt began
 	settled bool
 }
 
@@ -159,12 +161,12 @@ func (g *loginGuard) begin(name, addr string) (*attempt, time.Duration) {
 	}
 	named, pair, address := a.recs[0], a.recs[1], a.recs[2]
 	wait := max(pair.wait(now), address.wait(now))
-	fresh := false
-	if w := named.wait(now); w > 0 {
-		if pair == nil {
-			fresh = true // this address has not failed for the name: let it through the gate
-		} else {
-			wait = max(wait, w)
+	heldUp := named.wait(now) > 0
+	if heldUp && pair != nil {
+		// This address has failed for the name: the name's delay, from its
+		// own latest attempt at it.
+		if until := pair.last.Add(nameThrottle.delay(named.failed + named.pending)); now.Before(until) {
+			wait = max(wait, until.Sub(now))
 		}
 	}
 	if wait > 0 {
@@ -185,7 +187,7 @@ func (g *loginGuard) begin(name, addr string) (*attempt, time.Duration) {
 		a.recs[i].last = now
 		a.recs[i].settle()
 	}
-	if fresh {
+	if heldUp {
 		gate := g.gates[name]
 		if gate == nil {
 			gate = &nameGate{turn: make(chan struct{}, 1)}

@@ -156,24 +156,39 @@ func TestLoginGuardForgetsTheOldestBeyondItsBound(t *testing.T) {
 	}
 }
 
-// TestLoginGuardLetsTheOwnerInFromAFreshAddress: fifty failures for a
-// name from fifty addresses hold up each of those addresses, not one that
-// has not failed for the name; a success from there forgets the name's
+// TestLoginGuardHoldsUpOnlyAddressesThatFailedForTheName: fifty failures
+// for a name from fifty addresses hold up each of those addresses for the
+// name's delay, not an address that has not failed for the name. An
+// address that failed once waits the delay from its own failure however
+// long others go on failing, and a success then forgets the name's
 // failures.
-func TestLoginGuardLetsTheOwnerInFromAFreshAddress(t *testing.T) {
-	g, _ := fixedClock()
+func TestLoginGuardHoldsUpOnlyAddressesThatFailedForTheName(t *testing.T) {
+	g, now := fixedClock()
 	for i := range 50 {
 		fail(t, g, "owner", fmt.Sprintf("198.51.100.%d", i+1))
 	}
-	if try, wait := g.begin("owner", "198.51.100.7"); try != nil || wait < time.Minute {
-		t.Errorf("an address that failed for the name: attempt %v, wait %s; want it held up for minutes", try != nil, wait)
+	if try, wait := g.begin("owner", "198.51.100.7"); try != nil || wait != nameThrottle.max {
+		t.Errorf("an address that failed for the name: attempt %v, wait %s; want it held up for %s", try != nil, wait, nameThrottle.max)
 	}
 	try, wait := g.begin("owner", "203.0.113.77")
 	if try == nil {
-		t.Fatalf("the owner from a fresh address: held up for %s", wait)
+		t.Fatalf("an address that has not failed for the name: held up for %s", wait)
 	}
 	if try.gate == nil {
-		t.Error("a fresh address's attempt at a held-up name does not go through its gate")
+		t.Error("an attempt at a held-up name does not go through its gate")
+	}
+	try.failed() // the owner's typo
+	for i := range 4 {
+		*now = now.Add(time.Minute)
+		fail(t, g, "owner", fmt.Sprintf("198.51.101.%d", i+1))
+	}
+	if try, wait := g.begin("owner", "203.0.113.77"); try != nil || wait != time.Minute {
+		t.Errorf("four minutes after its failure, while others failed since: attempt %v, wait %s; want a minute more", try != nil, wait)
+	}
+	*now = now.Add(time.Minute)
+	try, wait = g.begin("owner", "203.0.113.77")
+	if try == nil {
+		t.Fatalf("five minutes after its failure: held up for %s", wait)
 	}
 	release, ok := try.turn(context.Background())
 	if !ok {
@@ -181,8 +196,10 @@ func TestLoginGuardLetsTheOwnerInFromAFreshAddress(t *testing.T) {
 	}
 	release()
 	try.succeeded()
-	if f := g.failures[nameKey("owner")]; f != nil {
-		t.Errorf("the name's failures after the owner's success: %+v, want none", f)
+	for _, k := range []string{nameKey("owner"), pairKey("owner", "203.0.113.77")} {
+		if f := g.failures[k]; f != nil {
+			t.Errorf("%s after the owner's success: %+v, want forgotten", k, f)
+		}
 	}
 	if len(g.gates) != 0 {
 		t.Errorf("%d gates left", len(g.gates))
@@ -193,7 +210,7 @@ func TestLoginGuardLetsTheOwnerInFromAFreshAddress(t *testing.T) {
 // sixty attempts at it from sixty addresses that never failed for it are
 // each let in, but only one at a time gets its turn at a check: the others
 // wait their turn and, beyond the guard's wait, are turned away without a
-// check and without counting. Their addresses, once failed, are held up.
+// check and without counting.
 func TestLoginGuardTakesFreshAddressesOneAtATime(t *testing.T) {
 	g, _ := fixedClock()
 	g.wait = 50 * time.Millisecond
