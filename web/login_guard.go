@@ -8,7 +8,7 @@ import (
 
 // Sign-in is bounded so that no flood of attempts costs the server more
 // than a few password checks' memory, no name or address can be guessed at
-// speed, and yet failures made elsewhere never refuse a name's owner:
+// speed, and yet failures made elsewhere never hold up a name's owner:
 //
 //   - at most maxPasswordChecks argon2id checks run at once in the
 //     process; an attempt waits up to checkWait for one, then is told 503
@@ -16,7 +16,7 @@ import (
 //   - every attempt is counted as a failure before its check and stays
 //     counted unless the password turns out right (or it is never checked),
 //     so attempts made in parallel see one another: of 60 wrong passwords
-//     posted at once for one name, 5 are checked;
+//     posted at once for one name from one address, 5 are checked;
 //   - failures are counted three ways: per name from anywhere, per client
 //     address whatever the name, and per (name, address) pair. After
 //     nameThrottle.free failures of a pair and after addrThrottle.free of an
@@ -105,8 +105,8 @@ type failures struct {
 	until           time.Time // no attempt before this
 }
 
-// settle sets until from the count and the latest attempt.
-func (f *failures) settle() {
+// setUntil sets until from the count and the latest attempt.
+func (f *failures) setUntil() {
 	f.until = time.Time{}
 	if d := f.th.delay(f.failed + f.pending); d > 0 {
 		f.until = f.last.Add(d)
@@ -185,7 +185,7 @@ func (g *loginGuard) begin(name, addr string) (*attempt, time.Duration) {
 			a.recs[i].pending++
 		}
 		a.recs[i].last = now
-		a.recs[i].settle()
+		a.recs[i].setUntil()
 	}
 	if heldUp {
 		gate := g.gates[name]
@@ -310,7 +310,7 @@ func (a *attempt) settle(end func(i int, f *failures, now time.Time)) {
 	for i, f := range a.recs {
 		f.pending--
 		end(i, f, now)
-		f.settle()
+		f.setUntil()
 		if f.failed+f.pending == 0 && g.failures[a.keys[i]] == f {
 			delete(g.failures, a.keys[i])
 		}

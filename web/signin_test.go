@@ -205,7 +205,8 @@ func (a *testApp) parallelSignIns(t *testing.T, n int, who func(i int) (name, pa
 // posted at once for one name from one address get at most the name's
 // five free checks (401); from one address with a name each, at most the
 // address's twenty. The others are 429 with Retry-After (or 503 when no
-// check came free in time), and none is anything else.
+// check came free in time, which counts no failure), and none is anything
+// else.
 func TestSignInCountsParallelAttemptsBeforeTheirCheck(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -222,9 +223,11 @@ func TestSignInCountsParallelAttemptsBeforeTheirCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := a.parallelSignIns(t, 60, tt.who)
 			t.Logf("answers: %v", got)
-			checked, refused := got[http.StatusUnauthorized], got[http.StatusTooManyRequests]
-			if checked < 1 || checked > tt.limit || checked+refused+got[http.StatusServiceUnavailable] != 60 || refused < 60-tt.limit {
-				t.Errorf("answers %v: want at most %d checked (401), at least %d refused (429), 503 for the rest, nothing else",
+			// A 503 was counted until no check came free in time, then no
+			// longer: a later attempt may take its place.
+			checked, refused, busy := got[http.StatusUnauthorized], got[http.StatusTooManyRequests], got[http.StatusServiceUnavailable]
+			if checked < 1 || checked > tt.limit || checked+refused+busy != 60 || refused < 60-tt.limit-busy {
+				t.Errorf("answers %v: want at most %d checked (401), the others 429 or 503, at least %d of them 429 less one a 503",
 					got, tt.limit, 60-tt.limit)
 			}
 		})
