@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -13,8 +12,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -22,170 +19,46 @@ import (
 	"github.com/turnstile-dev/turnstile/templates"
 )
 
-// Sign-in is bounded three ways, so that no flood of attempts costs the
-// server more than a few password checks' memory, and no name or address
-// can be guessed at speed:
-//
-//   - at most maxPasswordChecks argon2id checks run at once in the
-//     process; an attempt waits up to checkWait for one, then is told 503
-//     with Retry-After;
-//   - after nameThrottle.free failures for one user name (whether or not
-//     the user exists, so the answer says nothing about that), and after
-//     addrThrottle.free from one client address, each further attempt must
-//     wait a delay that doubles with every failure (1 s, 2 s, … up to 5
-//     min); an attempt before then is 429 with Retry-After and checks no
-//     password. Failures are forgotten after failureWindow without one;
-//   - before anyone signs in, no session is stored: the sign-in form's CSRF
-//     token is a cookie of its own (double submit), and the session starts
-//     with the successful POST.
-
 const (
-	// maxPasswordChecks is how many password checks run at once.
-	maxPasswordChecks = 4
-	// checkWait is how long an attempt waits for a free check.
-	checkWait = 2 * time.Second
-	// failureWindow: a name's or address's failures are forgotten after
-	// this long without a new one.
-	failureWindow = 15 * time.Minute
-	// maxTracked bounds the names and addresses whose failures are kept;
-	// beyond it the oldest are forgotten first.
-	maxTracked = 10000
+	// maxNameBytes: a longer name is refused before anything is counted
+	// or looked up, so that no one can make the guard keep, or the
+	// database compare, names of up to a form's 64 KiB.
+	maxNameBytes = 256
 	// loginCSRFCookie holds the sign-in form's CSRF token.
 	loginCSRFCookie = "turnstile_login_csrf"
 )
 
-// throttle says after how many failures of one kind the next attempt must
-// wait, and how long that wait may grow.
-type throttle struct {
-	free int
-	max  time.Duration
-}
-
-var (
-	nameThrottle = throttle{free: 5, max: 5 * time.Minute}
-	// Many people may share an address (an office, a proxy without
-	// --trusted-proxies), so an address gets more failures free.
-	addrThrottle = throttle{free: 20, max: 5 * time.Minute}
-)
-
-// loginGuard bounds sign-in attempts; see the top of this file. It is safe
-// for concurrent use.
-type loginGuard struct {
-	checks chan struct{}
-	wait   time.Duration
-	now    func() time.Time
-
-	mu       sync.Mutex
-	failures map[string]*failures
-}
-
-// failures are one name's or address's failed attempts.
-type failures struct {
-	n     int
-	last  time.Time
-	until time.Time // no attempt before this
-}
-
-func newLoginGuard() *loginGuard {
-	return &loginGuard{checks: make(chan struct{}, maxPasswordChecks), wait: checkWait, now: time.Now,
-		failures: map[string]*failures{}}
-}
-
-// retryAfter is how long until every key may be tried again; 0 when they
-// may be now.
-func (g *loginGuard) retryAfter(keys ...string) time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := g.now()
-	var wait time.Duration
-	for _, k := range keys {
-		if f := g.failures[k]; f != nil && now.Before(f.until) {
-			wait = max(wait, f.until.Sub(now))
-		}
-	}
-	return wait
-}
-
-// failed records a failed attempt for each key with its throttle.
-func (g *loginGuard) failed(keys map[string]throttle) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := g.now()
-	for k, th := range keys {
-		f := g.failures[k]
-		if f == nil || now.Sub(f.last) > failureWindow {
-			if f == nil && len(g.failures) >= maxTracked {
-				g.forgetOldest(now)
-			}
-			f = &failures{}
-			g.failures[k] = f
-		}
-		f.n++
-		f.last = now
-		if over := f.n - th.free; over >= 0 {
-			delay := th.max
-			if over < 30 {
-				delay = min(time.Duration(1<<over)*time.Second, th.max)
-			}
-			f.until = now.Add(delay)
-		}
-	}
-}
-
-// forgetOldest drops the failures that expired, or else the one whose
-// last failure is oldest. g.mu is held.
-func (g *loginGuard) forgetOldest(now time.Time) {
-	oldest, at := "", now
-	for k, f := range g.failures {
-		if now.Sub(f.last) > failureWindow {
-			delete(g.failures, k)
-			continue
-		}
-		if f.last.Before(at) {
-			oldest, at = k, f.last
-		}
-	}
-	if len(g.failures) >= maxTracked {
-		delete(g.failures, oldest)
-	}
-}
-
-// succeeded forgets the failures of a key.
-func (g *loginGuard) succeeded(key string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.failures, key)
-}
-
-// acquire takes one of the password checks, waiting up to g.wait; release
-// gives it back. false when none came free in time.
-func (g *loginGuard) acquire(ctx context.Context) (release func(), ok bool) {
-	t := time.NewTimer(g.wait)
-	defer t.Stop()
-	select {
-	case g.checks <- struct{}{}:
-		return func() { <-g.checks }, true
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return nil, false
-}
-
-func nameKey(name string) string { return "name:" + name }
-func addrKey(addr string) string { return "addr:" + addr }
-
-// clientAddr is the address a request comes from: the peer's, or, when the
-// peer is a trusted proxy, the nearest address in X-Forwarded-For that is
-// not one.
+// clientAddr is the client a request comes from, as sign-in counts it —
+// the one place that says so: the peer's address or, when the peer is a
+// trusted proxy, the nearest address in X-Forwarded-For that is not one.
+// An IPv4-mapped IPv6 address counts as the IPv4 address, and an IPv6
+// address as its /64: a host or a customer usually holds a whole /64, and
+// could otherwise take a fresh address for every attempt.
 func (s *Server) clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
 	addr, err := netip.ParseAddr(host)
-	if err != nil || !s.trusted(addr) {
+	if err != nil {
 		return host
 	}
+	if s.trusted(addr) {
+		addr = s.forwardedClient(r, addr)
+	}
+	addr = addr.Unmap().WithZone("")
+	if addr.Is6() {
+		p, _ := addr.Prefix(64)
+		return p.String()
+	}
+	return addr.String()
+}
+
+// forwardedClient is the nearest address in X-Forwarded-For that is not a
+// trusted proxy; peer, the trusted proxy the request came from, when there
+// is none.
+func (s *Server) forwardedClient(r *http.Request, peer netip.Addr) netip.Addr {
+	addr := peer
 	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 	for i := len(hops) - 1; i >= 0; i-- {
 		hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
@@ -193,11 +66,11 @@ func (s *Server) clientAddr(r *http.Request) string {
 			break // a hop that is no address: trust nothing before it
 		}
 		if !s.trusted(hop) {
-			return hop.String()
+			return hop
 		}
 		addr = hop
 	}
-	return addr.String()
+	return addr
 }
 
 func (s *Server) trusted(a netip.Addr) bool {
@@ -246,8 +119,8 @@ func loginCSRFValid(r *http.Request) bool {
 }
 
 // login signs a user in. A wrong name and a wrong password get the same
-// answer in the same time, and both count against the name and the
-// address.
+// answer in the same time, and both count against the name, the address
+// and the pair of them — from before the check on (see login_guard.go).
 func (s *Server) login(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if !loginCSRFValid(r) {
 		s.errorPage(w, r, http.StatusForbidden)
@@ -255,14 +128,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	}
 	name := strings.TrimSpace(r.PostForm.Get("username"))
 	password := r.PostForm.Get("password")
-	addr := s.clientAddr(r)
-	if wait := s.guard.retryAfter(nameKey(name), addrKey(addr)); wait > 0 {
+	if len(name) > maxNameBytes {
+		s.renderLogin(w, r, http.StatusBadRequest, "",
+			fmt.Sprintf("A user name is at most %d bytes; this one has %d. Check the name and sign in again.", maxNameBytes, len(name)))
+		return
+	}
+	try, wait := s.guard.begin(name, s.clientAddr(r))
+	if try == nil {
 		secs := int(math.Ceil(wait.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		s.renderLogin(w, r, http.StatusTooManyRequests, name,
 			fmt.Sprintf("Too many failed sign-ins for this name or from this address. Try again in %d seconds.", secs))
 		return
 	}
+	defer try.abandon() // not checked after all, unless settled below
 	u, err := s.users.UserByName(r.Context(), name)
 	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		s.refuse(w, r, s.at.page, 0, err)
@@ -272,7 +151,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	if u != nil {
 		hash = u.PasswordHash
 	}
-	release, free := s.guard.acquire(r.Context())
+	release, free := try.turn(r.Context())
 	if !free {
 		w.Header().Set("Retry-After", "2")
 		s.renderLogin(w, r, http.StatusServiceUnavailable, name, "The server is busy signing others in. Try again in a moment.")
@@ -281,11 +160,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	ok, stale := checkPassword(hash, password)
 	release()
 	if !ok || u == nil {
-		s.guard.failed(map[string]throttle{nameKey(name): nameThrottle, addrKey(addr): addrThrottle})
+		try.failed()
 		s.renderLogin(w, r, http.StatusUnauthorized, name, "The name or the password is wrong.")
 		return
 	}
-	s.guard.succeeded(nameKey(name))
+	try.succeeded()
 	if stale {
 		// Made again with today's parameters; the old hash still works if
 		// this fails, so it is only logged.

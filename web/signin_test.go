@@ -23,12 +23,13 @@ func (a *testApp) signInAs(t *testing.T, name, password string, header http.Head
 	return c.raw("/login", f.Encode(), header)
 }
 
-// TestSignInSlowsRepeatedFailures: five wrong passwords for one name go
-// free; the sixth attempt must wait, with a 429 and Retry-After, whether
-// the name exists or not, and even the right password is not checked
-// until the wait is over. Another name from another address is not held
-// up; twenty failures from one address hold that address up whatever the
-// name.
+// TestSignInSlowsRepeatedFailures: five wrong passwords for one name from
+// one address go free; the sixth attempt must wait, with a 429 and
+// Retry-After, whether the name exists or not, and even the right password
+// is not checked until the wait is over. The name from an address that has
+// not failed for it is checked (the owner is not locked out), and so is
+// another name from another address; twenty failures from one address hold
+// that address up whatever the name.
 func TestSignInSlowsRepeatedFailures(t *testing.T) {
 	a := newApp(t, 0, func(d *web.Deps) {
 		d.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
@@ -55,9 +56,10 @@ func TestSignInSlowsRepeatedFailures(t *testing.T) {
 			t.Errorf("%s: the 429 page does not say why or lost the name:\n%s", name, body)
 		}
 	}
-	// The same name from anywhere else is held up too; another name is not.
-	if res, _ := a.signInAs(t, "owner", testPassword, from("198.51.100.7")); res.StatusCode != http.StatusTooManyRequests {
-		t.Errorf("owner from another address: %d, want 429 (the name is throttled)", res.StatusCode)
+	// The same name from an address that has not failed for it is
+	// checked; another name is not held up either.
+	if res, _ := a.signInAs(t, "owner", testPassword, from("198.51.100.7")); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("owner from an address that has not failed: %d, want 303 (signed in)", res.StatusCode)
 	}
 	if res, _ := a.signInAs(t, "admin", testPassword, from("198.51.100.7")); res.StatusCode != http.StatusSeeOther {
 		t.Errorf("admin from another address: %d, want 303 (signed in)", res.StatusCode)
@@ -155,5 +157,148 @@ func TestSignInRehashesOldHashes(t *testing.T) {
 	}
 	if res, _ := a.signInAs(t, "owner", testPassword, nil); res.StatusCode != http.StatusSeeOther {
 		t.Errorf("sign-in with the new hash: %d, want 303", res.StatusCode)
+	}
+}
+
+// behindProxy is an app whose test client is a trusted proxy, so that
+// X-Forwarded-For names each attempt's client.
+func behindProxy(t *testing.T) *testApp {
+	return newApp(t, 0, func(d *web.Deps) {
+		d.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	})
+}
+
+func forwardedFor(addr string) http.Header { return http.Header{"X-Forwarded-For": {addr}} }
+
+// parallelSignIns posts n sign-ins at the same instant, the i-th for
+// who(i)'s name, password and client address, each from a visitor that
+// fetched the form first, and counts the answers by status. Every 429 and
+// 503 must say when to retry.
+func (a *testApp) parallelSignIns(t *testing.T, n int, who func(i int) (name, password, addr string)) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[int]int{}
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		name, password, addr := who(i)
+		c := a.visitor(t)
+		c.get("/login")
+		body := url.Values{"username": {name}, "password": {password}, "csrf_token": {c.csrf}}.Encode()
+		wg.Go(func() {
+			<-gate
+			res, _ := c.raw("/login", body, forwardedFor(addr))
+			mu.Lock()
+			defer mu.Unlock()
+			got[res.StatusCode]++
+			if s := res.StatusCode; (s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable) && res.Header.Get("Retry-After") == "" {
+				t.Errorf("a %d without Retry-After", s)
+			}
+		})
+	}
+	close(gate)
+	wg.Wait()
+	return got
+}
+
+// TestSignInCountsParallelAttemptsBeforeTheirCheck: sixty wrong passwords
+// posted at once for one name from one address get at most the name's
+// five free checks (401); from one address with a name each, at most the
+// address's twenty. The others are 429 with Retry-After (or 503 when no
+// check came free in time, which counts no failure), and none is anything
+// else.
+func TestSignInCountsParallelAttemptsBeforeTheirCheck(t *testing.T) {
+	tests := []struct {
+		name  string
+		who   func(i int) (name, password, addr string)
+		limit int
+	}{
+		{"one name from one address", func(int) (string, string, string) { return "owner", "wrong", "192.0.2.1" }, 5},
+		{"one address, a name each", func(i int) (string, string, string) {
+			return "guess" + strconv.Itoa(i), "wrong", "192.0.2.2"
+		}, 20},
+	}
+	a := behindProxy(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := a.parallelSignIns(t, 60, tt.who)
+			t.Logf("answers: %v", got)
+			// A 503 was counted until no check came free in time, then no
+			// longer: a later attempt may take its place.
+			checked, refused, busy := got[http.StatusUnauthorized], got[http.StatusTooManyRequests], got[http.StatusServiceUnavailable]
+			if checked < 1 || checked > tt.limit || checked+refused+busy != 60 || refused < 60-tt.limit-busy {
+				t.Errorf("answers %v: want at most %d checked (401), the others 429 or 503, at least %d of them 429 less one a 503",
+					got, tt.limit, 60-tt.limit)
+			}
+		})
+	}
+}
+
+// TestSignInLetsTheOwnerInDespiteFailuresElsewhere: fifty wrong passwords
+// for a name, each from another address, do not refuse the owner's right
+// password from an address that has not failed; an address that failed for
+// the name is still held up, right password or not.
+func TestSignInLetsTheOwnerInDespiteFailuresElsewhere(t *testing.T) {
+	a := behindProxy(t)
+	for i := range 50 {
+		addr := "198.51.100." + strconv.Itoa(i+1)
+		if res, _ := a.signInAs(t, "owner", "wrong", forwardedFor(addr)); res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("failure %d, the first from %s: %d, want 401 (checked, and counted)", i+1, addr, res.StatusCode)
+		}
+	}
+	res, _ := a.signInAs(t, "owner", testPassword, forwardedFor("198.51.100.7"))
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+		t.Errorf("the right password from an address that failed for the name: %d (Retry-After %q), want 429 with Retry-After",
+			res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	if res, _ := a.signInAs(t, "owner", testPassword, forwardedFor("203.0.113.77")); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("the owner from an address that has not failed: %d, want 303 (signed in)", res.StatusCode)
+	}
+}
+
+// TestSignInRefusesOverlongNames: a name over 256 bytes is a 400 page that
+// says why, before anything is counted: 25 of them from one address leave
+// it free to sign in. 256 bytes is still a name (a wrong one).
+func TestSignInRefusesOverlongNames(t *testing.T) {
+	a := behindProxy(t)
+	from := forwardedFor("192.0.2.30")
+	for i := range 25 {
+		res, body := a.signInAs(t, strings.Repeat("n", 299)+strconv.Itoa(i%10), "wrong", from)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "at most 256 bytes") {
+			t.Fatalf("a 300-byte name: %d, want 400 saying a name is at most 256 bytes:\n%s", res.StatusCode, body)
+		}
+	}
+	if res, _ := a.signInAs(t, strings.Repeat("n", 256), "wrong", from); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a 256-byte name: %d, want 401", res.StatusCode)
+	}
+	if res, _ := a.signInAs(t, "owner", testPassword, from); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("the owner from the address that sent the long names: %d, want 303 (nothing counted)", res.StatusCode)
+	}
+}
+
+// TestSignInCountsAnIPv6ClientPerSlash64: twenty failures from addresses
+// of one /64 throttle every address of it, and no address of another /64;
+// an IPv4-mapped IPv6 address counts as its IPv4 address.
+func TestSignInCountsAnIPv6ClientPerSlash64(t *testing.T) {
+	a := behindProxy(t)
+	for i := range 20 {
+		addr := "2001:db8:1:2::" + strconv.FormatInt(int64(i+1), 16)
+		if res, _ := a.signInAs(t, "guess"+strconv.Itoa(i), "wrong", forwardedFor(addr)); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("failure %d from %s: %d, want 401", i+1, addr, res.StatusCode)
+		}
+	}
+	if res, _ := a.signInAs(t, "approver", testPassword, forwardedFor("2001:db8:1:2:ffff:ffff:ffff:ffff")); res.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("another address of the same /64: %d, want 429", res.StatusCode)
+	}
+	if res, _ := a.signInAs(t, "approver", testPassword, forwardedFor("2001:db8:1:3::1")); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("an address of the next /64: %d, want 303", res.StatusCode)
+	}
+	for i := range 20 {
+		if res, _ := a.signInAs(t, "mapped"+strconv.Itoa(i), "wrong", forwardedFor("::ffff:192.0.2.40")); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("failure %d from ::ffff:192.0.2.40: %d, want 401", i+1, res.StatusCode)
+		}
+	}
+	if res, _ := a.signInAs(t, "admin", testPassword, forwardedFor("192.0.2.40")); res.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("192.0.2.40 after 20 failures from ::ffff:192.0.2.40: %d, want 429", res.StatusCode)
 	}
 }

@@ -188,7 +188,7 @@ func TestParseOptionsHelp(t *testing.T) {
 	}
 	for _, want := range []string{"Usage: loadtest", "keepalive lateness", "--decision-path durable", "-streams",
 		"Then the steady part", "--steady-decisions were posted", "-steady-n int",
-		"--trusted-proxies 127.0.0.1", "--phases signin", "-signin-n int", "-signin-rounds int",
+		"--trusted-proxies 127.0.0.1", "--phases signin", "-signin-n int", "-signin-rounds int", "-signin-target string", "--signin-target name",
 		"--phases burst", "-burst-n int", "-burst-hold duration", "--keepalive + 1 s"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q", want)

@@ -74,6 +74,7 @@ type options struct {
 
 	signinN      int
 	signinRounds int
+	signinTarget string
 
 	followers    int
 	followedRuns int
@@ -143,8 +144,15 @@ Markdown table of what it measured against the project's targets:
               address counts only when the server runs with
               --trusted-proxies 127.0.0.1; otherwise all the attempts share
               one address, which is throttled (429) once 20 of them failed.
-              Not run by default: name it, --phases signin. Needs neither
-              --dsn nor --token.
+              With --signin-target name every attempt of a round is for
+              one name from one address, and with address from one address
+              with a name each; each round has a name and an address of
+              its own (without --trusted-proxies 127.0.0.1 the rounds share
+              this command's address). The report says how many passwords
+              each round got checked (401) against the server's limit, 5
+              for a name and 20 for an address; the others must be 429 (or
+              503) with Retry-After. Not run by default: name it, --phases
+              signin. Needs neither --dsn nor --token.
   followers   --followers clients follow --followed-runs runs through GET
               /api/runs/:id/events while the runs continue (this command's
               own engine runs them, a step every --follow-tick each: another
@@ -192,6 +200,7 @@ and against "turnstile serve --addr 127.0.0.1:18181 --trusted-proxies
 127.0.0.1":
 
   go run ./cmd/loadtest --url http://127.0.0.1:18181 --phases signin
+  go run ./cmd/loadtest --url http://127.0.0.1:18181 --phases signin --signin-target name
 
 Flags:
 `
@@ -230,6 +239,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.IntVar(&o.durableConcurrency, "durable-concurrency", 64, "durable phase: concurrent clients")
 	fs.IntVar(&o.signinN, "signin-n", 60, "signin phase: wrong-password sign-ins posted at the same moment, each from its own client, name and X-Forwarded-For address")
 	fs.IntVar(&o.signinRounds, "signin-rounds", 3, "signin phase: how many times, each after the last one's answers arrived")
+	fs.StringVar(&o.signinTarget, "signin-target", signinFlood, "signin phase: flood (each attempt its own name and address), name (a round's attempts for one name from one address) or address (from one address, a name each)")
 	fs.IntVar(&o.followers, "followers", 10000, "followers phase: event-stream followers")
 	fs.IntVar(&o.followedRuns, "followed-runs", 1000, "followers phase: continuing runs they follow, evenly")
 	fs.DurationVar(&o.followTick, "follow-tick", time.Second, "followers phase: how long each of a run's slow_task calls takes: a step every tick")
@@ -331,7 +341,9 @@ func (o *options) validate() error {
 	case o.steadyN > o.steadyDecisions:
 		return fmt.Errorf("--steady-n (%d) must not exceed --steady-decisions (%d), or some clients would post nothing and fewer would be in flight",
 			o.steadyN, o.steadyDecisions)
-	case o.signinN*o.signinRounds > maxFloodAddrs:
+	case o.signinTarget != signinFlood && o.signinTarget != signinOneName && o.signinTarget != signinOneAddr:
+		return fmt.Errorf("--signin-target must be %s, %s or %s, not %q", signinFlood, signinOneName, signinOneAddr, o.signinTarget)
+	case o.signinTarget == signinFlood && o.signinN*o.signinRounds > maxFloodAddrs:
 		return fmt.Errorf("--signin-n × --signin-rounds (%d) must not exceed %d, the distinct 10.77.x.y addresses the attempts come from",
 			o.signinN*o.signinRounds, maxFloodAddrs)
 	case o.pid < 0:

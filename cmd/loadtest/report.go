@@ -238,8 +238,8 @@ func (r *report) write(w io.Writer) {
 			cpuNote(d.cpu, d.recorded, "decision")+failureNote(d.failures, d.firstErr))
 	}
 	if s := r.signin; s != nil {
-		fmt.Fprintf(w, "- signin: %s of %d wrong-password sign-ins at once, %s posted in %s; answer max %s%s\n",
-			s.roundsText(), s.n, fmtInt(s.posted), fmtDur(s.phaseTime), fmtDur(s.latency.max),
+		fmt.Fprintf(w, "- signin: %s of %d wrong-password sign-ins at once%s, %s posted in %s; answer max %s%s\n",
+			s.roundsText(), s.n, targetText(s.target), fmtInt(s.posted), fmtDur(s.phaseTime), fmtDur(s.latency.max),
 			cpuNote(s.cpu, s.posted, "attempt")+failureNote(s.failures, s.firstErr))
 	}
 	if f := r.followers; f != nil {

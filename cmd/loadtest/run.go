@@ -112,7 +112,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			rep.steps = l.stepsPhase(ctx)
 		case phaseSignin:
 			rep.signin = l.signinPhase(ctx)
-			if n := rep.signin.answers[http.StatusTooManyRequests]; n > 0 {
+			if n := rep.signin.answers[http.StatusTooManyRequests]; n > 0 && o.signinTarget == signinFlood {
 				rep.note(fmt.Sprintf("%d sign-ins were throttled (429) although each had a name and an X-Forwarded-For address of its own:"+
 					" start the server with --trusted-proxies 127.0.0.1, without which they all come from this command's address", n))
 			}

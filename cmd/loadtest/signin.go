@@ -31,9 +31,55 @@ const signinSampleEvery = 10 * time.Millisecond
 // maxFloodAddrs is how many distinct 10.77.x.y addresses floodAddr makes.
 const maxFloodAddrs = 256 * 250
 
+// What the signin phase's attempts guess at (--signin-target).
+const (
+	// signinFlood: each attempt has a name and an address of its own, so
+	// that no throttle refuses any: what a flood costs the server.
+	signinFlood = "flood"
+	// signinOneName: a round's attempts are all for one name from one
+	// address, which the server checks at most signinNameLimit times.
+	signinOneName = "name"
+	// signinOneAddr: a round's attempts all come from one address, a name
+	// each, which the server checks at most signinAddrLimit times.
+	signinOneAddr = "address"
+)
+
+// The server's free failures (web/login_guard.go): a name's, and an
+// address's.
+const (
+	signinNameLimit = 5
+	signinAddrLimit = 20
+)
+
+// signinLimit is the most passwords a round may get checked for target; 0
+// when none is set (a flood).
+func signinLimit(target string) int {
+	switch target {
+	case signinOneName:
+		return signinNameLimit
+	case signinOneAddr:
+		return signinAddrLimit
+	}
+	return 0
+}
+
+// targetText is what the attempts of a round have in common, for the
+// report.
+func targetText(target string) string {
+	switch target {
+	case signinOneName:
+		return " for one name from one address"
+	case signinOneAddr:
+		return " from one address, a name each"
+	}
+	return ""
+}
+
 // signinResult is what the signin phase measured.
 type signinResult struct {
 	n, rounds int
+	target    string
+	checked   []int       // 401s, by round
 	posted    int         // attempts sent; the others failed before, at GET /login
 	answers   map[int]int // every answer that arrived, by status code
 	failures  int         // attempts without an expected answer, GET /login's failures included
@@ -64,14 +110,16 @@ func (r *signinResult) answered(status int, took time.Duration) {
 }
 
 // signinPhase posts o.signinRounds rounds of o.signinN wrong-password
-// sign-ins released in the same instant, each from a fresh client with its
-// own name and X-Forwarded-For address, so that neither throttle refuses
-// them before their password checks: the server must bound what they cost
-// by itself. Each round starts when the previous one's answers all
-// arrived.
+// sign-ins released in the same instant, each from a fresh client. For a
+// flood each has its own name and X-Forwarded-For address, so that neither
+// throttle refuses them before their password checks: the server must
+// bound what they cost by itself. For one name (or one address) a round's
+// attempts share it, and the server must check no more than its limit.
+// Each round starts when the previous one's answers all arrived.
 func (l *loadtest) signinPhase(ctx context.Context) *signinResult {
 	o := l.o
-	res := &signinResult{n: o.signinN, rounds: o.signinRounds, answers: map[int]int{}, rssBefore: -1, rssPeak: -1, cpu: unknownCPU}
+	res := &signinResult{n: o.signinN, rounds: o.signinRounds, target: o.signinTarget, answers: map[int]int{},
+		rssBefore: -1, rssPeak: -1, cpu: unknownCPU}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	// Names and addresses fresh for this invocation: the server remembers
@@ -89,10 +137,18 @@ func (l *loadtest) signinPhase(ctx context.Context) *signinResult {
 		attempts := make([]*signinAttempt, o.signinN)
 		for i := range attempts {
 			k := round*o.signinN + i
-			attempts[i] = &signinAttempt{name: fmt.Sprintf("loadtest-flood-%s-%d", tag, k),
-				addr: floodAddr((firstAddr + k) % maxFloodAddrs)}
+			a := &signinAttempt{name: fmt.Sprintf("loadtest-flood-%s-%d", tag, k), addr: floodAddr((firstAddr + k) % maxFloodAddrs)}
+			switch o.signinTarget {
+			case signinOneName:
+				a.name, a.addr = fmt.Sprintf("loadtest-name-%s-%d", tag, round), floodAddr((firstAddr+round)%maxFloodAddrs)
+			case signinOneAddr:
+				a.addr = floodAddr((firstAddr + round) % maxFloodAddrs)
+			}
+			attempts[i] = a
 		}
+		before := res.answers[http.StatusUnauthorized]
 		l.signinRound(ctx, res, attempts)
+		res.checked = append(res.checked, res.answers[http.StatusUnauthorized]-before)
 		l.logf("signin: round %d of %d done: %s", round+1, o.signinRounds, statusCounts(res.answers))
 	}
 	res.phaseTime, res.cpu = time.Since(start), l.since(cpuStart)
@@ -265,7 +321,7 @@ func statusCounts(answers map[int]int) string {
 
 // rows are the signin phase's lines of the table.
 func (r *signinResult) rows() []row {
-	flood := fmt.Sprintf("%d wrong-password sign-ins at once, %s", r.n, r.roundsText())
+	flood := fmt.Sprintf("%d wrong-password sign-ins at once%s, %s", r.n, targetText(r.target), r.roundsText())
 	const rssTarget = "peak − before ≤ 256 MiB"
 	var rows []row
 	switch {
@@ -281,6 +337,14 @@ func (r *signinResult) rows() []row {
 	measured := fmt.Sprintf("%s (%s posted)", statusCounts(r.answers), fmtInt(r.posted))
 	rows = append(rows, row{"sign-in answers by status", measured + failureNote(r.failures, r.firstErr),
 		"401, or 503 / 429 with Retry-After", verdict(r.posted > 0 && r.failures == 0)})
+	if limit := signinLimit(r.target); limit > 0 && len(r.checked) > 0 {
+		counts := make([]string, len(r.checked))
+		for i, n := range r.checked {
+			counts[i] = strconv.Itoa(n)
+		}
+		rows = append(rows, row{fmt.Sprintf("passwords checked (401) a round, %d wrong-password sign-ins at once%s", r.n, targetText(r.target)),
+			strings.Join(counts, ", "), fmt.Sprintf("≤ %d a round", limit), verdict(slices.Max(r.checked) <= limit)})
+	}
 	if r.latency.n > 0 {
 		rows = append(rows, row{"sign-in answer p50 / p99 (max)",
 			fmt.Sprintf("%s / %s (%s), %s answers", fmtDur(r.latency.p50), fmtDur(r.latency.p99), fmtDur(r.latency.max), fmtInt(r.latency.n)),

@@ -37,6 +37,21 @@ func TestParseOptionsSignin(t *testing.T) {
 	if o.needsRuns() || o.signinN != 8 || o.signinRounds != 1 {
 		t.Errorf("needsRuns %v, signin-n %d, signin-rounds %d; want false, 8, 1", o.needsRuns(), o.signinN, o.signinRounds)
 	}
+	if o.signinTarget != signinFlood {
+		t.Errorf("signin-target %q by default, want %q", o.signinTarget, signinFlood)
+	}
+	// One name or one address a round needs an address a round, not one
+	// an attempt.
+	for _, target := range []string{signinOneName, signinOneAddr} {
+		o, err = parse(t, nil, "--phases", "signin", "--signin-target", target, "--signin-n", "1000", "--signin-rounds", "65")
+		if err != nil || o.signinTarget != target {
+			t.Errorf("--signin-target %s: %v, target %q", target, err, o.signinTarget)
+		}
+	}
+	if _, err := parse(t, nil, "--phases", "signin", "--signin-target", "both"); err == nil ||
+		!strings.Contains(err.Error(), `--signin-target must be flood, name or address, not "both"`) {
+		t.Errorf("--signin-target both: %v", err)
+	}
 }
 
 func TestSigninAnswerError(t *testing.T) {
@@ -153,6 +168,37 @@ func TestSigninRows(t *testing.T) {
 			}
 		})
 	}
+	for _, tt := range []struct {
+		target  string
+		checked []int
+		label   string
+		want    string
+		verdict string
+	}{
+		{signinOneName, []int{5, 5, 5}, "passwords checked (401) a round, 60 wrong-password sign-ins at once for one name from one address", "5, 5, 5", "pass"},
+		{signinOneName, []int{5, 6, 0}, "passwords checked (401) a round, 60 wrong-password sign-ins at once for one name from one address", "5, 6, 0", "**fail**"},
+		{signinOneAddr, []int{20, 20, 19}, "passwords checked (401) a round, 60 wrong-password sign-ins at once from one address, a name each", "20, 20, 19", "pass"},
+		{signinOneAddr, []int{21, 20, 20}, "passwords checked (401) a round, 60 wrong-password sign-ins at once from one address, a name each", "21, 20, 20", "**fail**"},
+	} {
+		s := ok()
+		s.target, s.checked = tt.target, tt.checked
+		rows := byName(s)
+		got, found := rows[tt.label]
+		if !found {
+			t.Errorf("%s: no row %q; rows: %v", tt.target, tt.label, rows)
+			continue
+		}
+		if got.measured != tt.want || got.verdict != tt.verdict || got.target != fmt.Sprintf("≤ %d a round", signinLimit(tt.target)) {
+			t.Errorf("%s %v: row %q, %q, %s; want %q, %s", tt.target, tt.checked, got.measured, got.target, got.verdict, tt.want, tt.verdict)
+		}
+		if _, found := rows["server RSS before → at peak, 60 wrong-password sign-ins at once"+targetText(tt.target)+", 3 rounds"]; !found {
+			t.Errorf("%s: the RSS row does not name the target; rows: %v", tt.target, rows)
+		}
+	}
+	if _, found := byName(ok())["passwords checked (401) a round, 60 wrong-password sign-ins at once"]; found {
+		t.Error("a checked row for a flood of names and addresses of their own")
+	}
+
 	one := byName(&signinResult{n: 1, rounds: 1, posted: 1, answers: map[int]int{}, rssBefore: -1, rssPeak: -1})
 	if _, found := one["server RSS, 1 wrong-password sign-ins at once, 1 round"]; !found {
 		t.Errorf("no RSS row for one round; rows: %v", one)
@@ -321,5 +367,99 @@ func TestSigninPhaseWithoutAForm(t *testing.T) {
 	}
 	if got := res.rows()[0]; got.verdict != "**fail**" {
 		t.Errorf("first row %q, %s; want a failure", got.measured, got.verdict)
+	}
+}
+
+// limitServer is a sign-in form whose POST answers 401 to the first
+// checked posts of each round of n, and 429 with Retry-After to the others;
+// it records each round's names and addresses.
+type limitServer struct {
+	n, checked int
+
+	mu     sync.Mutex
+	gets   int
+	posts  int
+	names  []map[string]bool // by round
+	addrs  []map[string]bool
+	tokens map[string]bool
+}
+
+func (s *limitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.Method == http.MethodGet {
+		s.gets++
+		token := fmt.Sprintf("token-%d", s.gets)
+		s.tokens[token] = true
+		http.SetCookie(w, &http.Cookie{Name: loginCSRFCookie, Value: token, Path: "/login"})
+		fmt.Fprintf(w, `<input type="hidden" name="csrf_token" value="%s"/>`, token)
+		return
+	}
+	r.ParseForm()
+	if c, err := r.Cookie(loginCSRFCookie); err != nil || !s.tokens[c.Value] || c.Value != r.PostForm.Get("csrf_token") {
+		w.WriteHeader(http.StatusForbidden)
+		return
+	}
+	round := s.posts / s.n
+	for len(s.names) <= round {
+		s.names, s.addrs = append(s.names, map[string]bool{}), append(s.addrs, map[string]bool{})
+	}
+	s.names[round][r.PostForm.Get("username")] = true
+	s.addrs[round][r.Header.Get("X-Forwarded-For")] = true
+	k := s.posts % s.n
+	s.posts++
+	if k < s.checked {
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	w.Header().Set("Retry-After", "1")
+	w.WriteHeader(http.StatusTooManyRequests)
+}
+
+// TestSigninPhaseForOneNameOrOneAddress: with --signin-target name every
+// attempt of a round is for one name from one address, with address one
+// address sends a name each; each round has a name and an address of its
+// own, and the phase counts the passwords checked (401) in each.
+func TestSigninPhaseForOneNameOrOneAddress(t *testing.T) {
+	const n, rounds = 6, 3
+	for _, tt := range []struct {
+		target       string
+		names, addrs int // a round's distinct ones
+	}{
+		{signinOneName, 1, 1},
+		{signinOneAddr, n, 1},
+		{signinFlood, n, n},
+	} {
+		t.Run(tt.target, func(t *testing.T) {
+			fake := &limitServer{n: n, checked: 2, tokens: map[string]bool{}}
+			srv := httptest.NewServer(fake)
+			defer srv.Close()
+			base, _ := url.Parse(srv.URL)
+			l := &loadtest{o: &options{url: base, signinN: n, signinRounds: rounds, signinTarget: tt.target, setupConcurrency: 4,
+				sampleEvery: time.Second}, stderr: io.Discard}
+			res := l.signinPhase(context.Background())
+			if res.failures != 0 || res.posted != n*rounds {
+				t.Fatalf("%d posted, %d failures (first %q); want %d and none", res.posted, res.failures, res.firstErr, n*rounds)
+			}
+			if got := fmt.Sprint(res.checked); got != "[2 2 2]" {
+				t.Errorf("checked a round: %s, want [2 2 2]", got)
+			}
+			allNames, allAddrs := map[string]bool{}, map[string]bool{}
+			for r := range rounds {
+				if len(fake.names[r]) != tt.names || len(fake.addrs[r]) != tt.addrs {
+					t.Errorf("round %d: %d names, %d addresses; want %d and %d", r, len(fake.names[r]), len(fake.addrs[r]), tt.names, tt.addrs)
+				}
+				for k := range fake.names[r] {
+					allNames[k] = true
+				}
+				for k := range fake.addrs[r] {
+					allAddrs[k] = true
+				}
+			}
+			if len(allNames) != rounds*tt.names || len(allAddrs) != rounds*tt.addrs {
+				t.Errorf("%d names and %d addresses in all, want %d and %d (none shared between rounds)",
+					len(allNames), len(allAddrs), rounds*tt.names, rounds*tt.addrs)
+			}
+		})
 	}
 }
