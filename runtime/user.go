@@ -22,6 +22,11 @@ func (u *User) Actor() Actor {
 	return Actor{ID: u.ID, Name: u.Name, Role: u.Role, Grants: slices.Clone(u.Grants)}
 }
 
+// MaxUserNameBytes bounds a user name in bytes, whatever its characters:
+// sign-in refuses a longer name before it counts or looks anything up, so
+// no user may be made whose name could not sign in.
+const MaxUserNameBytes = 256
+
 // The scopes an API token may carry.
 const (
 	ScopeRunStart  = "run:start"

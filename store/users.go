@@ -74,6 +74,9 @@ func (s *Store) CreateUser(ctx context.Context, u *runtime.User) error {
 	if n := utf8.RuneCountInString(u.Name); n > maxUserNameLength {
 		return fmt.Errorf("store: create user %q: a name has at most %d characters, not %d", u.Name, maxUserNameLength, n)
 	}
+	if n := len(u.Name); n > runtime.MaxUserNameBytes {
+		return fmt.Errorf("store: create user %q: a name has at most %d bytes (sign-in takes no longer), not %d", u.Name, runtime.MaxUserNameBytes, n)
+	}
 	switch u.Role {
 	case "":
 		u.Role = runtime.RoleUser

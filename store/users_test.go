@@ -93,6 +93,7 @@ func TestCreateUserRefuses(t *testing.T) {
 		{name: "empty name", in: runtime.User{}, wantErr: "a name must be non-empty"},
 		{name: "padded name", in: runtime.User{Name: " taken"}, wantErr: "without surrounding spaces"},
 		{name: "long name", in: runtime.User{Name: strings.Repeat("n", 101)}, wantErr: "at most 100 characters, not 101"},
+		{name: "long name in bytes", in: runtime.User{Name: strings.Repeat("€", 86)}, wantErr: "at most 256 bytes (sign-in takes no longer), not 258"},
 		{name: "unknown role", in: runtime.User{Name: "root", Role: "superuser"}, wantErr: `role must be admin or user, not "superuser"`},
 		{name: "comma in grant", in: runtime.User{Name: "gus", Grants: []string{"a,b"}}, wantErr: `grant "a,b" contains a comma`},
 		{name: "grants too long", in: runtime.User{Name: "hal", Grants: []string{strings.Repeat("g", 600), strings.Repeat("h", 600)}}, wantErr: "more than 1000"},

@@ -23,7 +23,7 @@ const (
 	// maxNameBytes: a longer name is refused before anything is counted
 	// or looked up, so that no one can make the guard keep, or the
 	// database compare, names of up to a form's 64 KiB.
-	maxNameBytes = 256
+	maxNameBytes = runtime.MaxUserNameBytes
 	// loginCSRFCookie holds the sign-in form's CSRF token.
 	loginCSRFCookie = "turnstile_login_csrf"
 )
