@@ -99,12 +99,19 @@ const testPassword = "password"
 // newApp serves the web layer with the given keepalive (10 s when zero).
 func newApp(t testing.TB, keepalive time.Duration, options ...func(*web.Deps)) *testApp {
 	t.Helper()
+	return newSealedApp(t, keepalive, nil, options...)
+}
+
+// newSealedApp is newApp with an engine that seals run content with
+// sealer (plain when nil).
+func newSealedApp(t testing.TB, keepalive time.Duration, sealer runtime.Sealer, options ...func(*web.Deps)) *testApp {
+	t.Helper()
 	hash, err := web.HashPassword(testPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := metrics.New(nil)
-	w := testrig.New(t, testrig.Configs(testConfigs...), testrig.PasswordHash(hash), testrig.Engine(runtime.Options{Metrics: m}),
+	w := testrig.New(t, testrig.Configs(testConfigs...), testrig.PasswordHash(hash), testrig.Engine(runtime.Options{Metrics: m, Sealer: sealer}),
 		testrig.Orders(runtime.Order{ID: "W-", Customer: "MARKER-CUSTOMER", AmountCents: 4200}), testrig.Prompt("Refund %s"))
 	if err := m.WatchBacklog(w.Store); err != nil {
 		t.Fatal(err)
