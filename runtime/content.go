@@ -1,9 +1,9 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -11,34 +11,50 @@ import (
 // run says or is told is sealed, not only its state and transcript: the
 // prompt and the answer on its row, the reason and the input of each
 // decision, and the payload of each event. What queries need (ids,
-// statuses, times, tool names, digests) stays plain. Rows written before
-// keys were set read as they are: JSON blobs start with '{' and a sealed
-// blob never does, and text that does not start with the sealed prefix
-// is plain.
+// statuses, times, tool names, digests) stays plain. Each copy is sealed
+// for its place and opens nowhere else; plain content where sealed content
+// is required does not open either (see Sealer). Empty stays empty: there
+// is nothing to seal in it.
 
-// unreadableText stands in for content sealed under a key this process
-// does not hold, or that does not open; the rest of the page still shows.
-const unreadableText = "[sealed under a key this server does not hold]"
+// whyUnreadable says why content failed to open with err, for the
+// stand-in a page or the API shows instead; the rest of the page still
+// shows.
+func whyUnreadable(err error) string {
+	switch {
+	case errors.Is(err, ErrKeyMissing):
+		return "sealed under a key this server does not hold"
+	case errors.Is(err, ErrNotSealed):
+		return "stored unsealed; this server reads sealed content only"
+	default:
+		return "sealed content that does not open here"
+	}
+}
 
-// unreadablePayload is unreadableText for an event's payload.
-var unreadablePayload = json.RawMessage(`{"unreadable":"sealed under a key this server does not hold"}`)
+// unreadable is the stand-in for text that failed to open with err.
+func unreadable(err error) string { return "[" + whyUnreadable(err) + "]" }
+
+// unreadablePayload is the stand-in for an event's payload that failed to
+// open with err: still a JSON object.
+func unreadablePayload(err error) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"unreadable": whyUnreadable(err)})
+	return b
+}
 
 // sealText seals a piece of run content that is text.
-func (e *Engine) sealText(s string) (string, error) {
+func (e *Engine) sealText(s string, at Place) (string, error) {
 	if s == "" {
 		return "", nil
 	}
-	b, err := e.sealer.Seal([]byte(s))
+	b, err := e.sealer.Seal([]byte(s), at)
 	return string(b), err
 }
 
-// openText opens what sealText stored, or returns text stored plain as it
-// is.
-func (e *Engine) openText(s string) (string, error) {
-	if !isSealed([]byte(s)) {
-		return s, nil
+// openText opens what sealText stored.
+func (e *Engine) openText(s string, at Place) (string, error) {
+	if s == "" {
+		return "", nil
 	}
-	b, err := e.sealer.Open([]byte(s))
+	b, err := e.sealer.Open([]byte(s), at)
 	if err != nil {
 		return "", fmt.Errorf("runtime: open content: %w", err)
 	}
@@ -46,39 +62,36 @@ func (e *Engine) openText(s string) (string, error) {
 }
 
 // sealJSON seals run content that is a JSON value: an event's payload, a
-// decision's input. Empty stays empty.
-func (e *Engine) sealJSON(doc json.RawMessage) (json.RawMessage, error) {
+// decision's input.
+func (e *Engine) sealJSON(doc json.RawMessage, at Place) (json.RawMessage, error) {
 	if len(doc) == 0 {
 		return doc, nil
 	}
-	return e.sealer.Seal(doc)
+	return e.sealer.Seal(doc, at)
 }
 
-// openJSON opens what sealJSON stored, or returns JSON stored plain as it
-// is.
-func (e *Engine) openJSON(doc json.RawMessage) (json.RawMessage, error) {
-	if !isSealed(doc) {
+// openJSON opens what sealJSON stored.
+func (e *Engine) openJSON(doc json.RawMessage, at Place) (json.RawMessage, error) {
+	if len(doc) == 0 {
 		return doc, nil
 	}
-	b, err := e.sealer.Open(doc)
+	b, err := e.sealer.Open(doc, at)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: open content: %w", err)
 	}
 	return b, nil
 }
 
-func isSealed(b []byte) bool { return bytes.HasPrefix(b, []byte(sealedPrefix)) }
-
 // readable opens a run's prompt and answer for a viewer; content that
-// cannot be opened here reads as unreadableText.
+// cannot be opened here reads as what unreadable says.
 func (e *Engine) readable(run *Run) *Run {
 	r := *run
 	var err error
-	if r.Prompt, err = e.openText(run.Prompt); err != nil {
-		r.Prompt = unreadableText
+	if r.Prompt, err = e.openText(run.Prompt, RunPlace("prompt", run.ID)); err != nil {
+		r.Prompt = unreadable(err)
 	}
-	if r.Answer, err = e.openText(run.Answer); err != nil {
-		r.Answer = unreadableText
+	if r.Answer, err = e.openText(run.Answer, RunPlace("answer", run.ID)); err != nil {
+		r.Answer = unreadable(err)
 	}
 	return &r
 }
@@ -93,8 +106,8 @@ func (e *Engine) Events(ctx context.Context, runID int64, afterSeq int) ([]Event
 		return nil, err
 	}
 	for i := range evs {
-		if evs[i].Payload, err = e.openJSON(evs[i].Payload); err != nil {
-			evs[i].Payload = unreadablePayload
+		if evs[i].Payload, err = e.openJSON(evs[i].Payload, EventPlace(runID, evs[i].Seq)); err != nil {
+			evs[i].Payload = unreadablePayload(err)
 		}
 	}
 	return evs, nil
@@ -105,12 +118,13 @@ func (e *Engine) LastSeq(ctx context.Context, runID int64) (int, error) {
 	return e.store.LastSeq(ctx, runID)
 }
 
-// sealEvents returns events as they are stored: their payloads sealed.
-func (e *Engine) sealEvents(evs []Event) ([]Event, error) {
+// sealEvents returns a run's events as they are stored: their payloads
+// sealed for their seqs.
+func (e *Engine) sealEvents(runID int64, evs []Event) ([]Event, error) {
 	out := make([]Event, len(evs))
 	for i, ev := range evs {
 		var err error
-		if ev.Payload, err = e.sealJSON(ev.Payload); err != nil {
+		if ev.Payload, err = e.sealJSON(ev.Payload, EventPlace(runID, ev.Seq)); err != nil {
 			return nil, err
 		}
 		out[i] = ev
@@ -120,16 +134,17 @@ func (e *Engine) sealEvents(evs []Event) ([]Event, error) {
 
 // openDecision opens the content of a decision a worker is about to apply.
 // A decision sealed under a key this process lacks fails with
-// ErrKeyMissing, as its run's state would.
+// ErrKeyMissing, as its run's state would; one sealed for another run's
+// decision fails as corrupt.
 func (e *Engine) openDecision(d *DecisionRecord) error {
 	var err error
-	if d.Reason, err = e.openText(d.Reason); err != nil {
+	if d.Reason, err = e.openText(d.Reason, DecisionPlace("reason", d.RunID, d.TurnDigest)); err != nil {
 		return err
 	}
-	if d.Input, err = e.openJSON(d.Input); err != nil {
+	if d.Input, err = e.openJSON(d.Input, DecisionPlace("input", d.RunID, d.TurnDigest)); err != nil {
 		return err
 	}
-	if d.Arguments, err = e.openJSON(d.Arguments); err != nil {
+	if d.Arguments, err = e.openJSON(d.Arguments, DecisionPlace("arguments", d.RunID, d.TurnDigest)); err != nil {
 		return err
 	}
 	return nil
@@ -139,13 +154,13 @@ func (e *Engine) openDecision(d *DecisionRecord) error {
 // and edited arguments sealed.
 func (e *Engine) sealDecision(d DecisionRecord) (DecisionRecord, error) {
 	var err error
-	if d.Reason, err = e.sealText(d.Reason); err != nil {
+	if d.Reason, err = e.sealText(d.Reason, DecisionPlace("reason", d.RunID, d.TurnDigest)); err != nil {
 		return d, err
 	}
-	if d.Input, err = e.sealJSON(d.Input); err != nil {
+	if d.Input, err = e.sealJSON(d.Input, DecisionPlace("input", d.RunID, d.TurnDigest)); err != nil {
 		return d, err
 	}
-	if d.Arguments, err = e.sealJSON(d.Arguments); err != nil {
+	if d.Arguments, err = e.sealJSON(d.Arguments, DecisionPlace("arguments", d.RunID, d.TurnDigest)); err != nil {
 		return d, err
 	}
 	return d, nil

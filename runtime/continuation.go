@@ -209,10 +209,11 @@ func (c *Continuation) load(ctx context.Context) error {
 		return nil
 	}
 	if c.stored == 0 {
-		if c.state.Messages, err = c.e.decodeMessages(r.Messages); errors.Is(err, ErrKeyMissing) {
-			// Readable by a process that holds the key: stop, and let the
-			// lease lapse so that one recovers the run.
-			return fmt.Errorf("runtime: run %d left for a process that holds its key: %w", c.run.ID, err)
+		if c.state.Messages, err = c.e.decodeMessages(c.run.ID, r.Messages); awaitsOperator(err) {
+			// Readable by a process that holds the key, or once state
+			// reseal sealed it: stop, and let the lease lapse so that a
+			// process that can read it recovers the run.
+			return leftAsItIs(c.run.ID, err)
 		} else if err != nil {
 			// No holder will ever read them: settle rather than be
 			// recovered again and again.
@@ -646,7 +647,7 @@ func (c *Continuation) settle(ctx context.Context, status Status, reason, answer
 	if detail != "" {
 		p["detail"] = detail
 	}
-	sealed, err := c.e.sealText(answer)
+	sealed, err := c.e.sealText(answer, RunPlace("answer", c.run.ID))
 	if err != nil {
 		return c.stopped(err)
 	}
@@ -732,11 +733,11 @@ func (c *Continuation) record(ctx context.Context, kind EventKind, round int, to
 			return fmt.Errorf("runtime: encode state: %w", err)
 		}
 		if !bytes.Equal(plain, c.checkpoint) {
-			if blob, err = c.e.sealer.Seal(plain); err != nil {
+			if blob, err = c.e.sealer.Seal(plain, RunPlace("state", c.run.ID)); err != nil {
 				return err
 			}
 		}
-		if added, err = c.e.encodeMessages(c.state.Messages[first:]); err != nil {
+		if added, err = c.e.encodeMessages(c.run.ID, first, c.state.Messages[first:]); err != nil {
 			return err
 		}
 	}
@@ -746,7 +747,7 @@ func (c *Continuation) record(ctx context.Context, kind EventKind, round int, to
 		ev.Seq, ev.Payload = c.seq+1, filter(c.cfg.PrivacyLevel, p)
 		stored.Seq = ev.Seq
 		var err error
-		if stored.Payload, err = c.e.sealJSON(ev.Payload); err != nil {
+		if stored.Payload, err = c.e.sealJSON(ev.Payload, EventPlace(c.run.ID, ev.Seq)); err != nil {
 			return err
 		}
 	}

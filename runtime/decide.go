@@ -220,9 +220,12 @@ func (p *pipeline) checkRun(ctx context.Context, run *Run, cfg *Configuration, e
 	if p.approve && cfg.RequireSecondApprover && p.actor.ID == run.OwnerID {
 		return refuse(CodeFourEyes, "someone else has to approve run %d; you may deny it", run.ID)
 	}
-	state, err := p.e.decodeState(run.State)
+	state, err := p.e.decodeState(run.ID, run.State)
 	if errors.Is(err, ErrKeyMissing) {
 		return refuse(CodeUnreadableState, "run %d is sealed under a key this server does not hold; it can be decided where that key is configured", run.ID)
+	}
+	if errors.Is(err, ErrNotSealed) {
+		return refuse(CodeUnreadableState, "the suspended state of run %d is stored unsealed; it can be decided once turnstile state reseal has sealed it", run.ID)
 	}
 	if err != nil || state.Pending == nil {
 		return refuse(CodeUnreadableState, "the suspended state of run %d cannot be read", run.ID)

@@ -111,12 +111,12 @@ type StartRequest struct {
 // which runs it until it pauses or settles. Refusals: not_found for an
 // unknown configuration, inactive_configuration, invalid_request.
 func (e *Engine) Start(ctx context.Context, req StartRequest) (*Continuation, error) {
-	run, cfg, state, msgs, err := e.newRun(ctx, req)
+	run, cfg, state, content, err := e.newRun(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	run.Status, run.ClaimedBy = StatusRunning, holderID()
-	if err := e.store.CreateRun(ctx, run, msgs, e.lease); err != nil {
+	if err := e.store.CreateRun(ctx, run, e.lease, content); err != nil {
 		return nil, err
 	}
 	c := e.continuation(run, cfg, state, nil)
@@ -126,18 +126,21 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (*Continuation, er
 
 // Enqueue creates a queued run that a worker starts, and returns its id.
 func (e *Engine) Enqueue(ctx context.Context, req StartRequest) (int64, error) {
-	run, _, _, msgs, err := e.newRun(ctx, req)
+	run, _, _, content, err := e.newRun(ctx, req)
 	if err != nil {
 		return 0, err
 	}
 	run.Status = StatusQueued
-	if err := e.store.CreateRun(ctx, run, msgs, 0); err != nil {
+	if err := e.store.CreateRun(ctx, run, 0, content); err != nil {
 		return 0, err
 	}
 	return run.ID, nil
 }
 
-func (e *Engine) newRun(ctx context.Context, req StartRequest) (*Run, *Configuration, State, [][]byte, error) {
+// newRun checks a start request and returns the run's row, its first
+// state, and what seals its content once the store has given it its id
+// (see Store.CreateRun).
+func (e *Engine) newRun(ctx context.Context, req StartRequest) (*Run, *Configuration, State, func(int64) (NewRunContent, error), error) {
 	prompt := strings.TrimSpace(req.Prompt)
 	switch {
 	case prompt == "":
@@ -176,20 +179,28 @@ func (e *Engine) newRun(ctx context.Context, req StartRequest) (*Run, *Configura
 		state.Messages = append(state.Messages, Message{Role: "system", Content: cfg.SystemPrompt})
 	}
 	state.Messages = append(state.Messages, Message{Role: "user", Content: prompt})
-	blob, err := e.encodeState(state)
-	if err != nil {
-		return nil, nil, State{}, nil, err
+	run := &Run{ConfigurationID: cfg.ID, OwnerID: req.Owner.ID, Origin: origin}
+	return run, cfg, state, e.newRunContent(prompt, state), nil
+}
+
+// newRunContent seals what a new run stores, given the id the store gave
+// it: sealed content is bound to its run, whose id the INSERT makes.
+func (e *Engine) newRunContent(prompt string, state State) func(id int64) (NewRunContent, error) {
+	return func(id int64) (NewRunContent, error) {
+		blob, err := e.encodeState(id, state)
+		if err != nil {
+			return NewRunContent{}, err
+		}
+		msgs, err := e.encodeMessages(id, 0, state.Messages)
+		if err != nil {
+			return NewRunContent{}, err
+		}
+		sealed, err := e.sealText(prompt, RunPlace("prompt", id))
+		if err != nil {
+			return NewRunContent{}, err
+		}
+		return NewRunContent{State: blob, Prompt: sealed, Messages: msgs}, nil
 	}
-	msgs, err := e.encodeMessages(state.Messages)
-	if err != nil {
-		return nil, nil, State{}, nil, err
-	}
-	sealed, err := e.sealText(prompt)
-	if err != nil {
-		return nil, nil, State{}, nil, err
-	}
-	run := &Run{ConfigurationID: cfg.ID, OwnerID: req.Owner.ID, Origin: origin, State: blob, Prompt: sealed}
-	return run, cfg, state, msgs, nil
 }
 
 // CancelResult says what a cancel did.
@@ -226,8 +237,15 @@ func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelRe
 				return CancelResult{Status: StatusRunning}, nil
 			}
 		} else {
+			// The events take the next seqs, which their sealed payloads
+			// are bound to; CancelIdle refuses them (ErrClaimLost) when
+			// the run moved on meanwhile.
+			var last int
+			if last, err = e.store.LastSeq(ctx, runID); err != nil {
+				return CancelResult{}, err
+			}
 			var events []Event
-			if events, err = e.sealEvents(cancelEvents(actor, run.Status)); err != nil {
+			if events, err = e.sealEvents(runID, cancelEvents(actor, run.Status, last)); err != nil {
 				return CancelResult{}, err
 			}
 			var notes []Delivery
@@ -247,10 +265,11 @@ func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelRe
 	return CancelResult{}, refuse(CodeAlreadyResuming, "run %d keeps changing; try again", runID)
 }
 
-// cancelEvents are the events of a cancel: who asked, and the settle.
-// Neither carries content, so they need no privacy filter.
-func cancelEvents(actor Actor, from Status) []Event {
+// cancelEvents are the events of a cancel, after the event last: who
+// asked, and the settle. Neither carries content, so they need no privacy
+// filter.
+func cancelEvents(actor Actor, from Status, last int) []Event {
 	by := filter(PrivacyMetadata, payload{"by": actor.Name, "from": string(from)})
 	settle := filter(PrivacyMetadata, payload{"status": string(StatusCancelled), "reason": ReasonCancelled})
-	return []Event{{Kind: KindCancel, Payload: by}, {Kind: KindSettle, Payload: settle}}
+	return []Event{{Seq: last + 1, Kind: KindCancel, Payload: by}, {Seq: last + 2, Kind: KindSettle, Payload: settle}}
 }

@@ -73,4 +73,16 @@ var (
 	// hold. Unlike a corrupt blob it is readable elsewhere (a process
 	// configured with the key), so no run is settled because of it.
 	ErrKeyMissing = errors.New("sealed under a key this process does not hold")
+	// ErrNotSealed: state keys are set and a sealed column holds plain
+	// content — stored before keys were set, or written there by someone
+	// without a key. It is not taken for the run's; like ErrKeyMissing it
+	// settles no run, since turnstile state reseal makes it readable.
+	ErrNotSealed = errors.New("stored plain where state keys require it sealed")
 )
+
+// awaitsOperator reports whether content failed to open only for want of
+// an operator's step — a key configured, or state reseal run — and so is
+// to be left as it is rather than settled as unreadable.
+func awaitsOperator(err error) bool {
+	return errors.Is(err, ErrKeyMissing) || errors.Is(err, ErrNotSealed)
+}

@@ -53,7 +53,7 @@ func (e *Engine) expire(ctx context.Context, id int64, holder string) (*Continua
 	if cfg == nil {
 		return nil, fmt.Errorf("runtime: expire run %d: its configuration is gone", id)
 	}
-	state, err := e.decodeState(run.State)
+	state, err := e.decodeState(run.ID, run.State)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: expire run %d: %w", id, err)
 	}

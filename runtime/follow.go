@@ -54,7 +54,7 @@ func (p *pipeline) alreadyDecided(ctx context.Context, run *Run, d *DecisionReco
 	}
 	sum := &DecisionSummary{By: d.DeciderName, Kind: d.Kind, Scope: d.Scope, DecidedAt: d.DecidedAt, Status: run.Status}
 	if sum.MayRead = p.actor.MayRead(run.OwnerID); sum.MayRead {
-		if reason, err := p.e.openText(d.Reason); err == nil {
+		if reason, err := p.e.openText(d.Reason, DecisionPlace("reason", d.RunID, d.TurnDigest)); err == nil {
 			sum.Reason = reason
 		}
 	}
@@ -113,7 +113,7 @@ func (e *Engine) Follow(ctx context.Context, runID int64, actor Actor, since tim
 	}
 	if run.Status.Waiting() {
 		out.Digest = run.TurnDigest
-		state, err := e.decodeState(run.State)
+		state, err := e.decodeState(run.ID, run.State)
 		if err != nil || state.Pending == nil {
 			// The next decision refuses it as unreadable_state; the
 			// follower is told the run waits, on a turn it cannot show.

@@ -439,8 +439,9 @@ func (f *feed) query(after map[int64]int) (FollowedBatch, error) {
 		return b, fmt.Errorf("runtime: poll %d followed runs: %w", len(after), err)
 	}
 	for i := range b.Events {
-		if b.Events[i].Payload, err = f.e.openJSON(b.Events[i].Payload); err != nil {
-			b.Events[i].Payload = unreadablePayload
+		ev := &b.Events[i]
+		if ev.Payload, err = f.e.openJSON(ev.Payload, EventPlace(ev.RunID, ev.Seq)); err != nil {
+			ev.Payload = unreadablePayload(err)
 		}
 	}
 	return b, nil

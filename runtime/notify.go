@@ -113,7 +113,8 @@ func (e *Engine) notifications(cfg *Configuration, runID int64, n notice) ([]Del
 		if err != nil {
 			return nil, fmt.Errorf("runtime: notification body: %w", err)
 		}
-		sealed, err := e.sealer.Seal(body)
+		id := webhookID()
+		sealed, err := e.sealer.Seal(body, DeliveryPlace(runID, id))
 		if err != nil {
 			return nil, fmt.Errorf("runtime: seal notification: %w", err)
 		}
@@ -121,7 +122,7 @@ func (e *Engine) notifications(cfg *Configuration, runID int64, n notice) ([]Del
 		if format == "" {
 			format = NotifyStandard
 		}
-		out = append(out, Delivery{WebhookID: webhookID(), RunID: runID, ConfigurationID: cfg.ID,
+		out = append(out, Delivery{WebhookID: id, RunID: runID, ConfigurationID: cfg.ID,
 			Event: n.event, URL: ep.URL, SecretEnv: ep.SecretEnv, Format: format, Body: sealed})
 	}
 	return out, nil

@@ -200,16 +200,18 @@ func (b *Outbox) attempt(ctx context.Context, d Delivery) {
 
 // send opens the body and hands it to the sender.
 func (b *Outbox) send(ctx context.Context, d Delivery) SendResult {
-	body := d.Body
-	if isSealed(body) {
-		var err error
-		if body, err = b.o.Sealer.Open(body); errors.Is(err, ErrKeyMissing) {
-			// Another process may hold the key: retry, and fail only at
-			// the give-up like any other retry.
-			return SendResult{Err: errors.New("the body is sealed under a key this process does not hold")}
-		} else if err != nil {
-			return SendResult{Err: fmt.Errorf("the body does not open: %w", err), Permanent: true}
-		}
+	body, err := b.o.Sealer.Open(d.Body, DeliveryPlace(d.RunID, d.WebhookID))
+	switch {
+	case errors.Is(err, ErrKeyMissing):
+		// Another process may hold the key: retry, and fail only at the
+		// give-up like any other retry.
+		return SendResult{Err: errors.New("the body is sealed under a key this process does not hold")}
+	case errors.Is(err, ErrNotSealed):
+		// Written before state keys were set: state reseal seals it, and
+		// a retry after that sends it.
+		return SendResult{Err: errors.New("the body is stored unsealed; turnstile state reseal seals it")}
+	case err != nil:
+		return SendResult{Err: fmt.Errorf("the body does not open: %w", err), Permanent: true}
 	}
 	return b.o.Sender.Send(ctx, WebhookMessage{ID: d.WebhookID, URL: d.URL, SecretEnv: d.SecretEnv, Body: body})
 }

@@ -76,7 +76,14 @@ func (e *Engine) DeleteUser(ctx context.Context, userID int64) (DeletedUser, err
 				continue
 			}
 			out.Cancelled++
-			if d.Runs[i].Events, err = e.sealEvents(ownerDeletedEvents(run.Status)); err != nil {
+			// The events take the run's next seqs, which their sealed
+			// payloads are bound to; the store refuses them
+			// (ErrClaimLost) when the run moved on meanwhile.
+			last, err := e.store.LastSeq(ctx, run.ID)
+			if err != nil {
+				return DeletedUser{}, err
+			}
+			if d.Runs[i].Events, err = e.sealEvents(run.ID, ownerDeletedEvents(run.Status, last)); err != nil {
 				return DeletedUser{}, err
 			}
 			if d.Runs[i].Notifications, err = e.settledNotifications(ctx, run, ReasonOwnerDeleted); err != nil {
@@ -97,11 +104,11 @@ func (e *Engine) DeleteUser(ctx context.Context, userID int64) (DeletedUser, err
 }
 
 // ownerDeletedEvents are the events of an idle run cancelled because its
-// owner was deleted. Neither carries content.
-func ownerDeletedEvents(from Status) []Event {
+// owner was deleted, after the event last. Neither carries content.
+func ownerDeletedEvents(from Status, last int) []Event {
 	by := filter(PrivacyMetadata, payload{"owner_deleted": true, "from": string(from)})
 	settle := filter(PrivacyMetadata, payload{"status": string(StatusCancelled), "reason": ReasonOwnerDeleted})
-	return []Event{{Kind: KindCancel, Payload: by}, {Kind: KindSettle, Payload: settle}}
+	return []Event{{Seq: last + 1, Kind: KindCancel, Payload: by}, {Seq: last + 2, Kind: KindSettle, Payload: settle}}
 }
 
 // ownerGone settles a run whose owner no longer exists, before any step:

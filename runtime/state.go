@@ -92,47 +92,61 @@ const (
 	TurnInput    = "input"
 )
 
-// Sealer protects run content at rest: the suspended state and every
-// transcript message pass through it on their way to the store. The default
-// stores plain JSON; an encrypting sealer may replace it. Open fails on a
-// blob it cannot read, wrapping ErrKeyMissing when the blob was sealed
-// under a key it lacks.
+// Sealer protects run content at rest: the suspended state, every
+// transcript message and every other stored copy of run content pass
+// through it on their way to the store, each with the place it is stored
+// at (see Place). The default stores plain JSON; an encrypting sealer may
+// replace it, and binds what it seals to its place. Open fails on a blob
+// it cannot read: wrapping ErrKeyMissing when the blob was sealed under a
+// key it lacks, ErrNotSealed when it requires sealed content and finds
+// plain, any other error when the blob is corrupt or was sealed for
+// another place.
 type Sealer interface {
-	Seal(plain []byte) ([]byte, error)
-	Open(sealed []byte) ([]byte, error)
+	Seal(plain []byte, at Place) ([]byte, error)
+	Open(sealed []byte, at Place) ([]byte, error)
 }
 
 // Plain stores content as it is.
 type Plain struct{}
 
 // Seal returns plain unchanged.
-func (Plain) Seal(plain []byte) ([]byte, error) { return plain, nil }
+func (Plain) Seal(plain []byte, _ Place) ([]byte, error) { return plain, nil }
 
-// sealedPrefix starts every blob the seal package writes (its format's
-// version 1). A process without keys must not take such a blob for a
+// sealedPrefixes start the blobs the seal package writes, one per version
+// of its format. A process without keys must not take such a blob for a
 // corrupt one: it was only sealed under a key this process lacks.
-const sealedPrefix = "tse1:"
+var sealedPrefixes = [][]byte{[]byte("tse2:"), []byte("tse1:")}
+
+// isSealed reports whether a blob is sealed content (of any version).
+func isSealed(b []byte) bool {
+	for _, p := range sealedPrefixes {
+		if bytes.HasPrefix(b, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // Open returns sealed unchanged, or fails with ErrKeyMissing for a blob an
 // encrypting sealer wrote.
-func (Plain) Open(sealed []byte) ([]byte, error) {
-	if bytes.HasPrefix(sealed, []byte(sealedPrefix)) {
-		return nil, fmt.Errorf("runtime: no state keys are configured: %w", ErrKeyMissing)
+func (Plain) Open(sealed []byte, at Place) ([]byte, error) {
+	if isSealed(sealed) {
+		return nil, fmt.Errorf("runtime: %s: no state keys are configured: %w", at, ErrKeyMissing)
 	}
 	return sealed, nil
 }
 
-func (e *Engine) encodeState(s State) ([]byte, error) {
+func (e *Engine) encodeState(runID int64, s State) ([]byte, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: encode state: %w", err)
 	}
-	return e.sealer.Seal(b)
+	return e.sealer.Seal(b, RunPlace("state", runID))
 }
 
-func (e *Engine) decodeState(blob []byte) (State, error) {
+func (e *Engine) decodeState(runID int64, blob []byte) (State, error) {
 	var s State
-	b, err := e.sealer.Open(blob)
+	b, err := e.sealer.Open(blob, RunPlace("state", runID))
 	if err != nil {
 		return State{}, fmt.Errorf("runtime: open state: %w", err)
 	}
@@ -142,24 +156,28 @@ func (e *Engine) decodeState(blob []byte) (State, error) {
 	return s, nil
 }
 
-func (e *Engine) encodeMessages(msgs []Message) ([][]byte, error) {
+// encodeMessages seals transcript messages stored from index first on.
+func (e *Engine) encodeMessages(runID int64, first int, msgs []Message) ([][]byte, error) {
 	out := make([][]byte, len(msgs))
 	for i, m := range msgs {
 		b, err := json.Marshal(m)
 		if err != nil {
 			return nil, fmt.Errorf("runtime: encode message: %w", err)
 		}
-		if out[i], err = e.sealer.Seal(b); err != nil {
+		if out[i], err = e.sealer.Seal(b, MessagePlace(runID, first+i)); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func (e *Engine) decodeMessages(blobs [][]byte) ([]Message, error) {
+// decodeMessages opens a run's whole transcript, stored from index 0 on:
+// a message deleted from the middle makes every one after it fail to
+// open, as each is bound to its index.
+func (e *Engine) decodeMessages(runID int64, blobs [][]byte) ([]Message, error) {
 	out := make([]Message, len(blobs))
 	for i, blob := range blobs {
-		b, err := e.sealer.Open(blob)
+		b, err := e.sealer.Open(blob, MessagePlace(runID, i))
 		if err != nil {
 			return nil, fmt.Errorf("runtime: open message %d: %w", i, err)
 		}

@@ -25,9 +25,12 @@ type Store interface {
 	// RunForDecision returns a run and its configuration in one round
 	// trip, or ErrNotFound; the configuration is nil when it is gone.
 	RunForDecision(ctx context.Context, id int64) (*Run, *Configuration, error)
-	// CreateRun inserts a run with its first transcript messages, running
-	// and claimed by r.ClaimedBy for the lease, or queued, and sets its ID.
-	CreateRun(ctx context.Context, r *Run, messages [][]byte, lease time.Duration) error
+	// CreateRun inserts a run, running and claimed by r.ClaimedBy for the
+	// lease, or queued, and sets its ID; content, given that ID, returns
+	// the run's sealed content (bound to the run, hence sealed only once
+	// the INSERT made its id), written with the row in one transaction and
+	// set on r.
+	CreateRun(ctx context.Context, r *Run, lease time.Duration, content func(id int64) (NewRunContent, error)) error
 	// Resume returns what the holder of a claimed run needs beyond its
 	// row, in one round trip: see Resumed.
 	Resume(ctx context.Context, runID int64, withMessages bool) (Resumed, error)
@@ -84,7 +87,8 @@ type Store interface {
 	ExpiredPauses(ctx context.Context, limit int) ([]int64, error)
 	// CancelIdle cancels a run nobody holds (queued, waiting or decided) and
 	// records the events and the notifications, guarded by its status;
-	// ErrClaimLost when it moved.
+	// the events carry the run's next seqs. ErrClaimLost when it moved:
+	// its status changed, or other events took those seqs.
 	CancelIdle(ctx context.Context, runID int64, from Status, events []Event, notes []Delivery) error
 	// UnsettledRuns lists the runs a user owns that have not settled, by
 	// id (their id, configuration and status at least); none is an empty
@@ -99,6 +103,14 @@ type Store interface {
 	// OwnerDeleted reports whether the owner of a run no longer exists
 	// (true, too, for a run that does not exist).
 	OwnerDeleted(ctx context.Context, runID int64) (bool, error)
+}
+
+// NewRunContent is what a new run stores sealed: its state, its prompt,
+// and its first transcript messages.
+type NewRunContent struct {
+	State    []byte
+	Prompt   string
+	Messages [][]byte
 }
 
 // Resumed is what a continuation reads when it starts.

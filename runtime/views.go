@@ -56,7 +56,7 @@ func (e *Engine) Pending(ctx context.Context, actor Actor, q WaitingQuery) (Pend
 		if err != nil {
 			return PendingPage{}, err
 		}
-		state, err := e.decodeState(r.State)
+		state, err := e.decodeState(r.ID, r.State)
 		if err != nil || state.Pending == nil {
 			e.log.Warn("waiting run with an unreadable state", "run", r.ID, "err", err)
 			continue
@@ -82,7 +82,7 @@ func (e *Engine) PendingOne(ctx context.Context, runID int64, actor Actor) (Pend
 	if !run.Status.Waiting() || cfg == nil {
 		return PendingRun{Run: e.readable(run), Configuration: cfg}, refuse(CodeNotWaiting, "run %d is %s", runID, run.Status)
 	}
-	state, err := e.decodeState(run.State)
+	state, err := e.decodeState(run.ID, run.State)
 	if err != nil || state.Pending == nil {
 		return PendingRun{}, refuse(CodeUnreadableState, "the suspended state of run %d cannot be read", runID)
 	}
@@ -164,7 +164,7 @@ func (e *Engine) Turn(ctx context.Context, runID int64) (*PendingTurn, error) {
 	if err != nil {
 		return nil, err
 	}
-	state, err := e.decodeState(run.State)
+	state, err := e.decodeState(run.ID, run.State)
 	if err != nil || !run.Status.Waiting() {
 		return nil, nil
 	}
@@ -202,7 +202,7 @@ func (e *Engine) DecidedBy(ctx context.Context, runID int64, actor Actor) (Decid
 	shown := &Run{ID: run.ID, ConfigurationID: run.ConfigurationID, Status: run.Status,
 		TerminationReason: run.TerminationReason, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
 	if err := e.openDecision(d); err != nil {
-		d.Reason, d.Input, d.Arguments = unreadableText, nil, nil
+		d.Reason, d.Input, d.Arguments = unreadable(err), nil, nil
 	}
 	return DecidedRun{Run: shown, Configuration: cfg, Decision: *d}, nil
 }

@@ -107,21 +107,31 @@ func (e *Engine) claim(ctx context.Context) (*Continuation, error) {
 	return nil, nil
 }
 
+// leftAsItIs is the error of a worker that leaves a claimed run as it is
+// because its content awaits an operator (see awaitsOperator).
+func leftAsItIs(runID int64, err error) error {
+	if errors.Is(err, ErrNotSealed) {
+		return fmt.Errorf("runtime: run %d left as it is until turnstile state reseal seals its content: %w", runID, err)
+	}
+	return fmt.Errorf("runtime: run %d left for a process that holds its key: %w", runID, err)
+}
+
 // resume builds the continuation of a run a worker claimed. A decision
 // recorded for the run's turn and not yet applied is applied first; a run
 // whose state cannot be read settles as failed rather than being claimed
 // again and again. A state sealed under a key this process lacks is not
 // unreadable, only not this process's: the run is left as it is, its
 // claim lapses with the lease, and a process that holds the key (or this
-// one, once configured) recovers it.
+// one, once configured) recovers it. So is a run whose content is stored
+// plain while keys are set, until state reseal seals it.
 func (e *Engine) resume(ctx context.Context, run *Run) (*Continuation, error) {
 	cfg, err := e.store.Configuration(ctx, run.ConfigurationID)
 	if err != nil {
 		return nil, err
 	}
-	state, err := e.decodeState(run.State)
-	if errors.Is(err, ErrKeyMissing) {
-		return nil, fmt.Errorf("runtime: run %d left for a process that holds its key: %w", run.ID, err)
+	state, err := e.decodeState(run.ID, run.State)
+	if awaitsOperator(err) {
+		return nil, leftAsItIs(run.ID, err)
 	}
 	if err != nil {
 		c := e.continuation(run, cfg, State{}, nil)
@@ -135,8 +145,8 @@ func (e *Engine) resume(ctx context.Context, run *Run) (*Continuation, error) {
 			return nil, err
 		}
 		if d != nil {
-			if err := e.openDecision(d); errors.Is(err, ErrKeyMissing) {
-				return nil, fmt.Errorf("runtime: run %d left for a process that holds its key: %w", run.ID, err)
+			if err := e.openDecision(d); awaitsOperator(err) {
+				return nil, leftAsItIs(run.ID, err)
 			} else if err != nil {
 				// The decision can never be carried out: settle, as for
 				// a state that cannot be read.

@@ -26,7 +26,7 @@ func BenchmarkCommit(b *testing.B) {
 	}
 	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
 		Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "bench", Prompt: "p"}
-	if err := st.CreateRun(ctx, r, nil, time.Minute); err != nil {
+	if err := st.CreateRun(ctx, r, time.Minute, asStored(r)); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("bare", func(b *testing.B) {
@@ -72,7 +72,7 @@ func BenchmarkResume(b *testing.B) {
 	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
 		Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "bench", Prompt: "p"}
 	msg := []byte(`{"role":"tool","tool_call_id":"call_1","tool_name":"noop","content":"ok"}`)
-	if err := st.CreateRun(ctx, r, [][]byte{msg, msg, msg, msg}, time.Minute); err != nil {
+	if err := st.CreateRun(ctx, r, time.Minute, asStored(r, msg, msg, msg, msg)); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := st.Commit(ctx, runtime.Commit{RunID: r.ID, ClaimedBy: "bench", Lease: time.Minute,

@@ -22,9 +22,11 @@ func (s *Store) RequestCancel(ctx context.Context, runID int64) error {
 }
 
 // CancelIdle cancels a run that nobody holds and appends its events, which
-// take the next seqs: the status guard locks the row, so no holder can
-// append in between. Its notifications (run.settled) are written in the
-// same transaction.
+// carry the next seqs (their sealed payloads are bound to them): the
+// status guard locks the row, so no holder can append in between, and a
+// run that moved on since the caller read its last seq (decided, run, and
+// waiting again) is runtime.ErrClaimLost, for the caller to look again.
+// Its notifications (run.settled) are written in the same transaction.
 func (s *Store) CancelIdle(ctx context.Context, runID int64, from runtime.Status, events []runtime.Event, notes []runtime.Delivery) error {
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -58,8 +60,9 @@ func cancelIdle(ctx context.Context, tx sqlx.ExtContext, runID int64, from runti
 		return fmt.Errorf("store: cancel run %d: %w", runID, err)
 	}
 	for _, e := range events {
-		seq++
-		e.Seq = seq
+		if seq++; e.Seq != seq {
+			return fmt.Errorf("store: cancel run %d: event %d is not the next (%d): %w", runID, e.Seq, seq, runtime.ErrClaimLost)
+		}
 		if err := insertEvent(ctx, tx, runID, e); err != nil {
 			return err
 		}

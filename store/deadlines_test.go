@@ -92,7 +92,7 @@ func TestSuspensionSetsTheDeadline(t *testing.T) {
 		t.Helper()
 		r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
 			Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "holder", Prompt: "p"}
-		if err := st.CreateRun(ctx, r, nil, time.Minute); err != nil {
+		if err := st.CreateRun(ctx, r, time.Minute, asStored(r)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := st.Commit(ctx, runtime.Commit{RunID: r.ID, ClaimedBy: "holder", Lease: time.Minute,

@@ -24,7 +24,7 @@ func TestFollowedEventsReadsManyRunsInOneStatement(t *testing.T) {
 	for i := range ids {
 		r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
 			Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "holder", Prompt: "p"}
-		if err := st.CreateRun(ctx, r, nil, time.Minute); err != nil {
+		if err := st.CreateRun(ctx, r, time.Minute, asStored(r)); err != nil {
 			t.Fatal(err)
 		}
 		ids[i] = r.ID

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -66,10 +67,12 @@ func (s *Store) RunForDecision(ctx context.Context, id int64) (*runtime.Run, *ru
 	return &row.Run, cfg, nil
 }
 
-// CreateRun inserts a run with its first transcript messages and sets its
-// ID. A running run starts claimed by r.ClaimedBy with a lease of the given
-// length; a queued one unclaimed.
-func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, messages [][]byte, lease time.Duration) error {
+// CreateRun inserts a run and sets its ID. A running run starts claimed by
+// r.ClaimedBy with a lease of the given length; a queued one unclaimed.
+// Its content is sealed for the id the INSERT made, so the row goes in
+// with an empty state and prompt, and gets them, with its first transcript
+// messages, in the same transaction.
+func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, lease time.Duration, content func(id int64) (runtime.NewRunContent, error)) error {
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: create run: %w", err)
@@ -78,9 +81,8 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, messages [][]byte
 	res, err := tx.ExecContext(ctx, `
 		INSERT INTO runs (configuration_id, owner_id, origin, status, state, claimed_by,
 			lease_expires_at, prompt)
-		VALUES (?, ?, ?, ?, ?, NULLIF(?, ''), IF(? = '', NULL, NOW(6) + INTERVAL ? MICROSECOND), ?)`,
-		r.ConfigurationID, r.OwnerID, r.Origin, r.Status, r.State, r.ClaimedBy,
-		r.ClaimedBy, micros(lease), []byte(r.Prompt))
+		VALUES (?, ?, ?, ?, '', NULLIF(?, ''), IF(? = '', NULL, NOW(6) + INTERVAL ? MICROSECOND), '')`,
+		r.ConfigurationID, r.OwnerID, r.Origin, r.Status, r.ClaimedBy, r.ClaimedBy, micros(lease))
 	if err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}
@@ -88,15 +90,28 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, messages [][]byte
 	if err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}
-	for i, m := range messages {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO run_messages (run_id, idx, body) VALUES (?, ?, ?)`, id, i, m); err != nil {
-			return fmt.Errorf("store: create run: message %d: %w", i, err)
+	c, err := content(id)
+	if err != nil {
+		return fmt.Errorf("store: create run: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET state = ?, prompt = ? WHERE id = ?`, c.State, []byte(c.Prompt), id); err != nil {
+		return fmt.Errorf("store: create run: %w", err)
+	}
+	if len(c.Messages) > 0 {
+		// One INSERT for them all: one round trip however many there are.
+		q := "INSERT INTO run_messages (run_id, idx, body) VALUES " + strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(c.Messages)), ", ")
+		args := make([]any, 0, 3*len(c.Messages))
+		for i, m := range c.Messages {
+			args = append(args, id, i, m)
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("store: create run: messages: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}
-	r.ID = id
+	r.ID, r.State, r.Prompt = id, c.State, c.Prompt
 	return nil
 }
 

@@ -27,6 +27,13 @@ func counts(t *testing.T, st *store.Store, runID int64) (events, messages int) {
 	return len(evs), len(res.Messages)
 }
 
+// asStored is CreateRun's content of a run whose state and prompt are
+// set on it as they are to be stored, with these first messages.
+func asStored(r *runtime.Run, messages ...[]byte) func(int64) (runtime.NewRunContent, error) {
+	c := runtime.NewRunContent{State: r.State, Prompt: r.Prompt, Messages: messages}
+	return func(int64) (runtime.NewRunContent, error) { return c, nil }
+}
+
 // TestCommitWritesOnlyForTheHolder checks the guard of every write a step
 // carries: the holder's step writes its event and all its messages and
 // keeps the stored state when it sends none; a step of a holder that lost
@@ -37,7 +44,7 @@ func TestCommitWritesOnlyForTheHolder(t *testing.T) {
 	ctx := context.Background()
 	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
 		Status: runtime.StatusRunning, State: []byte(`{"iterations":1}`), ClaimedBy: "holder", Prompt: "p"}
-	if err := st.CreateRun(ctx, r, [][]byte{[]byte(`{"role":"user"}`)}, time.Minute); err != nil {
+	if err := st.CreateRun(ctx, r, time.Minute, asStored(r, []byte(`{"role":"user"}`))); err != nil {
 		t.Fatal(err)
 	}
 	step := func(by string, seq int, edit func(*runtime.Commit)) (bool, error) {
@@ -99,7 +106,7 @@ func TestCommitOfASuspensionMeetsACancel(t *testing.T) {
 	ctx := context.Background()
 	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
 		Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "holder", Prompt: "p"}
-	if err := st.CreateRun(ctx, r, [][]byte{[]byte(`{"role":"user"}`)}, time.Minute); err != nil {
+	if err := st.CreateRun(ctx, r, time.Minute, asStored(r, []byte(`{"role":"user"}`))); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.RequestCancel(ctx, r.ID); err != nil {
@@ -134,7 +141,7 @@ func TestResumeReadsEveryPart(t *testing.T) {
 	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
 		Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "holder", Prompt: "p"}
 	msgs := [][]byte{[]byte(`{"n":0}`), []byte(`{"n":1}`), []byte(`{"n":2}`)}
-	if err := st.CreateRun(ctx, r, msgs, time.Minute); err != nil {
+	if err := st.CreateRun(ctx, r, time.Minute, asStored(r, msgs...)); err != nil {
 		t.Fatal(err)
 	}
 	for seq := 1; seq <= 2; seq++ {
@@ -179,7 +186,7 @@ func TestClaimWritesOnlyForTheWinner(t *testing.T) {
 	ctx := context.Background()
 	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
 		Status: runtime.StatusWaitingForApproval, State: []byte(`{}`), Prompt: "p"}
-	if err := st.CreateRun(ctx, r, nil, time.Minute); err != nil {
+	if err := st.CreateRun(ctx, r, time.Minute, asStored(r)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(`UPDATE runs SET turn_digest = 'current' WHERE id = ?`, r.ID); err != nil {
@@ -274,7 +281,7 @@ func TestSyncReadsOnASingleServerOpensNothing(t *testing.T) {
 	}
 	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
 		Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "t", Prompt: "p"}
-	if err := st.CreateRun(ctx, r, nil, time.Minute); err != nil {
+	if err := st.CreateRun(ctx, r, time.Minute, asStored(r)); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.RunSynced(ctx, r.ID)

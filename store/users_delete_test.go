@@ -31,7 +31,7 @@ func TestDeleteUserTakesEveryUnsettledRunAlong(t *testing.T) {
 		if status == runtime.StatusRunning {
 			r.ClaimedBy, lease = "holder", time.Minute
 		}
-		if err := s.CreateRun(ctx, r, nil, lease); err != nil {
+		if err := s.CreateRun(ctx, r, lease, asStored(r)); err != nil {
 			t.Fatal(err)
 		}
 		return r.ID
@@ -46,7 +46,7 @@ func TestDeleteUserTakesEveryUnsettledRunAlong(t *testing.T) {
 		got[1].ID != running || got[1].Status != runtime.StatusRunning {
 		t.Fatalf("UnsettledRuns = %+v, %v; want the queued and the running run, by id", got, err)
 	}
-	settle := runtime.Event{Kind: runtime.KindSettle, Payload: []byte(`{"reason":"owner_deleted"}`)}
+	settle := runtime.Event{Seq: 1, Kind: runtime.KindSettle, Payload: []byte(`{"reason":"owner_deleted"}`)}
 	right := []runtime.OwnedRun{{ID: queued, Status: runtime.StatusQueued, Events: []runtime.Event{settle}},
 		{ID: running, Status: runtime.StatusRunning}}
 	for name, runs := range map[string][]runtime.OwnedRun{

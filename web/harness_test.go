@@ -99,20 +99,28 @@ const testPassword = "password"
 // newApp serves the web layer with the given keepalive (10 s when zero).
 func newApp(t testing.TB, keepalive time.Duration, options ...func(*web.Deps)) *testApp {
 	t.Helper()
-	return newAppWith(t, keepalive, nil, nil, options...)
+	return newAppWith(t, keepalive, appEngine{}, options...)
 }
 
-// newAppWith is newApp whose engine brings the tools of src too (none
-// when nil), with more configurations beside testConfigs.
-func newAppWith(t testing.TB, keepalive time.Duration, src runtime.ToolSource, configs []string, options ...func(*web.Deps)) *testApp {
+// appEngine is what a test's engine brings beyond newApp's: the tools of
+// src (none when nil), more configurations beside testConfigs, and a
+// sealer of run content (plain when nil).
+type appEngine struct {
+	src     runtime.ToolSource
+	configs []string
+	sealer  runtime.Sealer
+}
+
+// newAppWith is newApp whose engine brings what e says.
+func newAppWith(t testing.TB, keepalive time.Duration, e appEngine, options ...func(*web.Deps)) *testApp {
 	t.Helper()
 	hash, err := web.HashPassword(testPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := metrics.New(nil)
-	w := testrig.New(t, testrig.Configs(testConfigs...), testrig.Configs(configs...), testrig.PasswordHash(hash),
-		testrig.Engine(runtime.Options{Metrics: m, Source: src}),
+	w := testrig.New(t, testrig.Configs(testConfigs...), testrig.Configs(e.configs...), testrig.PasswordHash(hash),
+		testrig.Engine(runtime.Options{Metrics: m, Source: e.src, Sealer: e.sealer}),
 		testrig.Orders(runtime.Order{ID: "W-", Customer: "MARKER-CUSTOMER", AmountCents: 4200}), testrig.Prompt("Refund %s"))
 	if err := m.WatchBacklog(w.Store); err != nil {
 		t.Fatal(err)

@@ -73,7 +73,7 @@ func newTillApp(t *testing.T) (*testApp, *till) {
 		return ""
 	}})
 	t.Cleanup(func() { src.Close() })
-	return newAppWith(t, 0, src, []string{editedSessionYAML}), tl
+	return newAppWith(t, 0, appEngine{src: src, configs: []string{editedSessionYAML}}), tl
 }
 
 // editedIntoLookup is the edit of the first execute charge into a lookup.

@@ -47,6 +47,8 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		{[]string{"webhooks", "--help"}, "Usage: turnstile webhooks list"},
 		{[]string{"webhooks", "list", "--help"}, "Usage: turnstile webhooks list [flags]"},
 		{[]string{"webhooks", "retry", "--help"}, "Usage: turnstile webhooks retry [flags]"},
+		{[]string{"state", "--help"}, "Usage: turnstile state reseal"},
+		{[]string{"state", "reseal", "--help"}, "Usage: turnstile state reseal [flags]"},
 		{[]string{"demo", "--help"}, "Usage: turnstile demo reset"},
 		{[]string{"demo", "reset", "--help"}, "Usage: turnstile demo reset [flags]"},
 		{[]string{"version", "--help"}, "Usage: turnstile version"},

@@ -1,6 +1,6 @@
 // Command turnstile is the Turnstile server and its administration
-// commands: serve, work, migrate, user, token, config, webhooks, demo and
-// version.
+// commands: serve, work, migrate, user, token, config, webhooks, state,
+// demo and version.
 package main
 
 import (
@@ -58,20 +58,24 @@ Commands:
             prints one in the format apply reads)
   webhooks  list the webhook deliveries (webhooks list [--failed]) or send a
             failed one again (webhooks retry --id N)
+  state     state reseal [--batch 500]: seal the run content stored plain and
+            bind older sealed content to its row, under the first state key
   demo      demo reset: delete the demo's runs and refunds and start its
             waiting runs again, to replay the tour (users keep their passwords)
   version   print the version, the VCS revision and the Go version
 
 Run "turnstile <command> --help" for a command's flags; every flag can also
 be set through the environment variable shown beside it. Without --dsn or
-TURNSTILE_DSN, migrate, user, token, config, webhooks and demo use the
-database make run uses when it answers: root@tcp(127.0.0.1:3306)/turnstile, or
-the private server under ./var/mysql.
+TURNSTILE_DSN, migrate, user, token, config, webhooks, state and demo use
+the database make run uses when it answers:
+root@tcp(127.0.0.1:3306)/turnstile, or the private server under ./var/mysql.
 
-TURNSTILE_STATE_KEYS=id:base64key[,id:base64key…] encrypts suspended runs and
-transcripts with AES-GCM under the first key; the others still decrypt, so a
-new key goes in front of the old ones. It is read from the environment only.
-Without it, state is stored as plain JSON.
+TURNSTILE_STATE_KEYS=id:base64key[,id:base64key…] encrypts run content at
+rest with AES-GCM under the first key, each value bound to its row; the
+others still decrypt, so a new key goes in front of the old ones (state
+reseal then moves everything under it). It is read from the environment
+only. Without it, content is stored plain; with it, plain content is
+unreadable until state reseal has sealed it.
 `
 
 // isHelp reports whether a subcommand's place holds a request for help.
@@ -110,6 +114,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return configCommand(ctx, args[1:], e)
 	case "webhooks":
 		return webhooks(ctx, args[1:], e)
+	case "state":
+		return stateCommand(ctx, args[1:], e)
 	case "demo":
 		return demoCommand(ctx, args[1:], e)
 	case "version", "--version", "-version":

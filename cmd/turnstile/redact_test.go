@@ -364,8 +364,8 @@ func TestLogsCarryNoSecrets(t *testing.T) {
 
 	// What the server wrote is sealed under the first key, transcripts too.
 	var plain int
-	if err := db.Get(&plain, `SELECT (SELECT COUNT(*) FROM runs WHERE state NOT LIKE 'tse1:k2:%')
-		+ (SELECT COUNT(*) FROM run_messages WHERE body NOT LIKE 'tse1:k2:%')`); err != nil {
+	if err := db.Get(&plain, `SELECT (SELECT COUNT(*) FROM runs WHERE state NOT LIKE 'tse2:k2:%')
+		+ (SELECT COUNT(*) FROM run_messages WHERE body NOT LIKE 'tse2:k2:%')`); err != nil {
 		t.Fatal(err)
 	}
 	if plain != 0 {

@@ -172,6 +172,9 @@ func (d *dbFlags) sealer(log *slog.Logger) (runtime.Sealer, error) {
 	}
 	if d.runsAgents() {
 		log.Info("state is encrypted at rest", "sealing_key_id", k.SealingKey(), "key_ids", k.Keys())
+		// Content an older version sealed opens bound to no row: say so
+		// once, with what to run.
+		k.LogUnbound(log)
 	}
 	return k, nil
 }

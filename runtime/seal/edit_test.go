@@ -55,8 +55,8 @@ func TestEditedArgumentsAreSealed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var transcript bytes.Buffer
-	for _, b := range bodies {
-		plain, err := k.Open(b)
+	for i, b := range bodies {
+		plain, err := k.Open(b, runtime.MessagePlace(paused.RunID, i))
 		if err != nil {
 			t.Fatal(err)
 		}

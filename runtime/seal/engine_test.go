@@ -99,11 +99,12 @@ func (w *world) sealedUnder(t *testing.T, id int64, keyID string) {
 	}
 }
 
+// sealedID is the key a blob of the current format was sealed under.
 func sealedID(b []byte) (string, bool) {
-	if !bytes.HasPrefix(b, []byte("tse1:")) {
+	if !bytes.HasPrefix(b, []byte("tse2:")) {
 		return "", false
 	}
-	id, _, ok := bytes.Cut(b[len("tse1:"):], []byte(":"))
+	id, _, ok := bytes.Cut(b[len("tse2:"):], []byte(":"))
 	return string(id), ok
 }
 
@@ -150,24 +151,11 @@ func TestKeyRotation(t *testing.T) {
 	}
 }
 
-// TestPlainRunsOpenAfterKeysAreSet: runs written before any key was set
-// are plain JSON; they resume once keys are configured and are sealed from
-// their next write on.
-func TestPlainRunsOpenAfterKeysAreSet(t *testing.T) {
+// TestSealedRunsAreRefusedWithoutKeys: a process without keys cannot read
+// sealed runs (and runs stored plain are refused by one with keys: see
+// TestPlainContentIsRefusedWithKeys).
+func TestSealedRunsAreRefusedWithoutKeys(t *testing.T) {
 	w := newWorld(t)
-	plain := w.waiting(t, w.engine(t, ""))
-	if st := w.Run(t, plain.RunID).State; !bytes.HasPrefix(st, []byte("{")) {
-		t.Fatalf("state without keys starts %q, want plain JSON", st[:min(len(st), 16)])
-	}
-	out, err := w.approve(w.engine(t, entry("A", keyA)), plain)
-	if err != nil || out.Status != runtime.StatusCompleted {
-		t.Fatalf("decide a plain run under A = %v, %v; want completed", out.Status, err)
-	}
-	if id, _ := sealedID(w.Run(t, plain.RunID).State); id != "A" {
-		t.Errorf("state after the first write under A is sealed under %q, want A", id)
-	}
-
-	// The reverse is refused: a process without keys cannot read sealed runs.
 	sealed := w.waiting(t, w.engine(t, entry("A", keyA)))
 	if _, err := w.approve(w.engine(t, ""), sealed); runtime.CodeOf(err) != runtime.CodeUnreadableState {
 		t.Errorf("decide a sealed run without keys = %v, want unreadable_state", err)
@@ -175,16 +163,17 @@ func TestPlainRunsOpenAfterKeysAreSet(t *testing.T) {
 }
 
 // TestWorkersLeaveRunsSealedUnderAKeyTheyLack: two decided runs sealed
-// under A — one whole, one whose state alone was written plain, so that
-// only its transcript needs A — are claimed by a worker that holds only B,
-// then by one with no keys at all. Neither settles them or records a step:
-// the runs are only not theirs to read, and their claims lapse with the
-// lease. A worker that holds A then recovers both and finishes them,
-// refunding each order once.
+// under A — one whole, one whose state alone was sealed again under B, so
+// that only its transcript needs A — are claimed by a worker that holds
+// only B, then by one with no keys at all. Neither settles them or records
+// a step: the runs are only not theirs to read, and their claims lapse
+// with the lease. A worker that holds A and B then recovers both and
+// finishes them, refunding each order once.
 func TestWorkersLeaveRunsSealedUnderAKeyTheyLack(t *testing.T) {
 	w := newWorld(t)
 	const lease = 300 * time.Millisecond
 	ringA := keyring(t, entry("A", keyA))
+	ringB := keyring(t, entry("B", keyB))
 	underA := w.engineWithLease(t, entry("A", keyA), lease)
 	var runs []int64
 	events := map[int64]int{}
@@ -195,11 +184,16 @@ func TestWorkersLeaveRunsSealedUnderAKeyTheyLack(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i == 1 {
-			plain, err := ringA.Open(w.Run(t, paused.RunID).State)
+			at := runtime.RunPlace("state", paused.RunID)
+			plain, err := ringA.Open(w.Run(t, paused.RunID).State, at)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := w.DB.Exec(`UPDATE runs SET state = ? WHERE id = ?`, plain, paused.RunID); err != nil {
+			underB, err := ringB.Seal(plain, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.DB.Exec(`UPDATE runs SET state = ? WHERE id = ?`, underB, paused.RunID); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -246,7 +240,7 @@ func TestWorkersLeaveRunsSealedUnderAKeyTheyLack(t *testing.T) {
 		}
 	}
 
-	work(w.engineWithLease(t, entry("A", keyA), lease), func(rows map[int64]*runtime.Run) bool {
+	work(w.engineWithLease(t, entry("A", keyA)+","+entry("B", keyB), lease), func(rows map[int64]*runtime.Run) bool {
 		for _, r := range rows {
 			if r.Status != runtime.StatusCompleted {
 				return false

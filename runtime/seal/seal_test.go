@@ -2,13 +2,21 @@ package seal_test
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/seal"
 )
+
+// here is the place the unit tests seal for.
+var here = runtime.RunPlace("state", 7)
 
 // Keys the tests use; each is distinct so a leak in a message is easy to
 // spot.
@@ -37,12 +45,12 @@ func TestRoundTrip(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			k := keyring(t, entry("k1", tt.key))
 			plain := []byte(`{"iterations":2,"pending":{"kind":"approval"}}`)
-			sealed, err := k.Seal(plain)
+			sealed, err := k.Seal(plain, here)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.HasPrefix(sealed, []byte("tse1:k1:")) {
-				t.Errorf("sealed blob starts %q, want tse1:k1:", sealed[:min(len(sealed), 12)])
+			if !bytes.HasPrefix(sealed, []byte("tse2:k1:")) {
+				t.Errorf("sealed blob starts %q, want tse2:k1:", sealed[:min(len(sealed), 12)])
 			}
 			if bytes.Contains(sealed, []byte("iterations")) {
 				t.Errorf("sealed blob contains the plain text")
@@ -50,11 +58,11 @@ func TestRoundTrip(t *testing.T) {
 			if id, ok := seal.KeyID(sealed); !ok || id != "k1" {
 				t.Errorf("KeyID = %q, %v; want k1, true", id, ok)
 			}
-			got, err := k.Open(sealed)
+			got, err := k.Open(sealed, here)
 			if err != nil || !bytes.Equal(got, plain) {
 				t.Fatalf("Open(Seal(p)) = %q, %v; want %q", got, err, plain)
 			}
-			again, _ := k.Seal(plain)
+			again, _ := k.Seal(plain, here)
 			if bytes.Equal(again, sealed) {
 				t.Errorf("two seals of the same text are equal: the nonce is not fresh")
 			}
@@ -64,7 +72,7 @@ func TestRoundTrip(t *testing.T) {
 
 func TestOpenRefusesAlteredBlobs(t *testing.T) {
 	k := keyring(t, entry("A", keyA)+","+entry("B", keyB))
-	sealed, err := k.Seal([]byte(`{"secret":"x"}`))
+	sealed, err := k.Seal([]byte(`{"secret":"x"}`), here)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,22 +83,22 @@ func TestOpenRefusesAlteredBlobs(t *testing.T) {
 	}
 	// The blob sealed under A, its header claiming B: the header is
 	// authenticated, so the swap fails even though B exists.
-	swapped := append([]byte("tse1:B:"), sealed[len("tse1:A:"):]...)
+	swapped := append([]byte("tse2:B:"), sealed[len("tse2:A:"):]...)
 	for _, tt := range []struct {
 		name string
 		blob []byte
 	}{
 		{"last byte (tag)", flip(len(sealed) - 1)},
-		{"first ciphertext byte", flip(len("tse1:A:") + 12)},
-		{"nonce", flip(len("tse1:A:"))},
+		{"first ciphertext byte", flip(len("tse2:A:") + 12)},
+		{"nonce", flip(len("tse2:A:"))},
 		{"key id moved to another key", swapped},
-		{"truncated", sealed[:len("tse1:A:")+20]},
-		{"header only", []byte("tse1:A:")},
-		{"garbage", []byte("not json, not sealed")},
-		{"empty", nil},
+		{"version 2 made version 1", append([]byte("tse1:"), sealed[len("tse2:"):]...)},
+		{"truncated", sealed[:len("tse2:A:")+20]},
+		{"header only", []byte("tse2:A:")},
+		{"header without an id", []byte("tse2::abc")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := k.Open(tt.blob)
+			got, err := k.Open(tt.blob, here)
 			if !errors.Is(err, seal.ErrCorrupt) {
 				t.Errorf("Open = %q, %v; want ErrCorrupt", got, err)
 			}
@@ -99,16 +107,16 @@ func TestOpenRefusesAlteredBlobs(t *testing.T) {
 }
 
 func TestOpenUnknownKey(t *testing.T) {
-	sealed, err := keyring(t, entry("A", keyA)).Seal([]byte(`{}`))
+	sealed, err := keyring(t, entry("A", keyA)).Seal([]byte(`{}`), here)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = keyring(t, entry("B", keyB)).Open(sealed)
+	_, err = keyring(t, entry("B", keyB)).Open(sealed, here)
 	if !errors.Is(err, seal.ErrUnknownKey) || !strings.Contains(err.Error(), `"A"`) {
 		t.Errorf("Open under a keyring without A = %v; want ErrUnknownKey naming A", err)
 	}
 	// Same id, other key: the blob does not authenticate.
-	_, err = keyring(t, entry("A", keyB)).Open(sealed)
+	_, err = keyring(t, entry("A", keyB)).Open(sealed, here)
 	if !errors.Is(err, seal.ErrCorrupt) {
 		t.Errorf("Open with another key of the same id = %v; want ErrCorrupt", err)
 	}
@@ -118,37 +126,142 @@ func TestOpenUnknownKey(t *testing.T) {
 // and new blobs are sealed under B.
 func TestRotation(t *testing.T) {
 	old := keyring(t, entry("A", keyA))
-	sealedA, err := old.Seal([]byte(`{"n":1}`))
+	sealedA, err := old.Seal([]byte(`{"n":1}`), here)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rotated := keyring(t, entry("B", keyB)+","+entry("A", keyA))
-	if got, err := rotated.Open(sealedA); err != nil || string(got) != `{"n":1}` {
+	if got, err := rotated.Open(sealedA, here); err != nil || string(got) != `{"n":1}` {
 		t.Fatalf("rotated.Open(sealed under A) = %q, %v", got, err)
 	}
-	sealedB, err := rotated.Seal([]byte(`{"n":2}`))
+	sealedB, err := rotated.Seal([]byte(`{"n":2}`), here)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if id, _ := seal.KeyID(sealedB); id != "B" || rotated.SealingKey() != "B" {
 		t.Errorf("rotated keyring seals under %q (SealingKey %q), want B", id, rotated.SealingKey())
 	}
-	if _, err := old.Open(sealedB); !errors.Is(err, seal.ErrUnknownKey) {
+	if _, err := old.Open(sealedB, here); !errors.Is(err, seal.ErrUnknownKey) {
 		t.Errorf("the old keyring opened a blob sealed under B: %v", err)
 	}
 }
 
-// TestPlainPassthrough: blobs written before keys were configured are plain
-// JSON objects and open as they are.
-func TestPlainPassthrough(t *testing.T) {
+// TestBoundToItsPlace: a blob opens at the place it was sealed for and
+// nowhere else — not in another run, column, table or row.
+func TestBoundToItsPlace(t *testing.T) {
 	k := keyring(t, entry("A", keyA))
-	plain := []byte(`{"iterations":1}`)
-	got, err := k.Open(plain)
-	if err != nil || !bytes.Equal(got, plain) {
-		t.Errorf("Open(plain JSON) = %q, %v; want it unchanged", got, err)
+	at := runtime.EventPlace(42, 3)
+	sealed, err := k.Seal([]byte(`{"reason":"x"}`), at)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, ok := seal.KeyID(plain); ok {
+	if got, err := k.Open(sealed, at); err != nil || string(got) != `{"reason":"x"}` {
+		t.Fatalf("Open at its place = %q, %v", got, err)
+	}
+	for _, elsewhere := range []runtime.Place{
+		runtime.EventPlace(43, 3),
+		runtime.EventPlace(42, 4),
+		{Table: "run_events", Column: "body", RunID: 42, Row: "3"},
+		{Table: "run_messages", Column: "payload", RunID: 42, Row: "3"},
+		runtime.MessagePlace(42, 3),
+		runtime.RunPlace("state", 42),
+		runtime.DecisionPlace("reason", 42, "3"),
+	} {
+		if got, err := k.Open(sealed, elsewhere); !errors.Is(err, seal.ErrCorrupt) {
+			t.Errorf("Open at %s = %q, %v; want ErrCorrupt", elsewhere, got, err)
+		}
+	}
+	if _, err := k.Seal([]byte("x"), runtime.Place{}); err == nil {
+		t.Errorf("Seal for no place succeeded")
+	}
+}
+
+// TestPlainIsRefused: with keys, content that is not sealed — plain JSON
+// stored before keys were set, or anything else — is ErrNotSealed, which
+// is runtime.ErrNotSealed.
+func TestPlainIsRefused(t *testing.T) {
+	k := keyring(t, entry("A", keyA))
+	for _, plain := range [][]byte{[]byte(`{"iterations":1}`), []byte("a plain prompt"), nil} {
+		if got, err := k.Open(plain, here); !errors.Is(err, seal.ErrNotSealed) || !errors.Is(err, runtime.ErrNotSealed) {
+			t.Errorf("Open(%q) = %q, %v; want ErrNotSealed", plain, got, err)
+		}
+	}
+	if _, ok := seal.KeyID([]byte(`{"iterations":1}`)); ok {
 		t.Errorf("KeyID(plain JSON) reports a key")
+	}
+}
+
+// sealV1 seals as version 1 did: the header its only additional data.
+func sealV1(t *testing.T, id string, key, plain []byte) []byte {
+	t.Helper()
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := []byte("tse1:" + id + ":")
+	nonce := make([]byte, aead.NonceSize())
+	rand.Read(nonce)
+	return aead.Seal(append(bytes.Clone(header), nonce...), nonce, plain, header)
+}
+
+// TestVersion1OpensUnbound: a blob sealed before blobs were bound to their
+// place opens wherever it is read, so an upgrade locks nobody out; the
+// keyring logs the first one, once, asking for state reseal.
+func TestVersion1OpensUnbound(t *testing.T) {
+	k := keyring(t, entry("A", keyA))
+	var logged bytes.Buffer
+	k.LogUnbound(slog.New(slog.NewTextHandler(&logged, nil)))
+	old := sealV1(t, "A", keyA, []byte("older"))
+	for _, at := range []runtime.Place{runtime.RunPlace("answer", 1), runtime.RunPlace("prompt", 2)} {
+		if got, err := k.Open(old, at); err != nil || string(got) != "older" {
+			t.Errorf("Open(tse1) at %s = %q, %v; want it opened", at, got, err)
+		}
+	}
+	if n := strings.Count(logged.String(), "state reseal"); n != 1 {
+		t.Errorf("logged %d times about unbound content, want once:\n%s", n, logged.String())
+	}
+	if _, err := k.Open(sealV1(t, "A", keyB, []byte("x")), here); !errors.Is(err, seal.ErrCorrupt) {
+		t.Errorf("Open(tse1 under another key of the id) = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestRebind: plain content, version 1 blobs and blobs under an older key
+// come back sealed under the first key for their place; a blob that is so
+// already comes back as it is; one that does not open is an error.
+func TestRebind(t *testing.T) {
+	k := keyring(t, entry("A", keyA)+","+entry("B", keyB))
+	underB, err := keyring(t, entry("B", keyB)).Seal([]byte("under B"), here)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, blob := range map[string][]byte{
+		"plain": []byte("plain"), "tse1": sealV1(t, "B", keyB, []byte("tse1")), "under B": underB,
+	} {
+		got, changed, err := k.Rebind(blob, here)
+		if err != nil || !changed || !k.Bound(got) {
+			t.Errorf("Rebind(%s) = %q, %v, %v; want it sealed under A", name, got[:min(len(got), 8)], changed, err)
+			continue
+		}
+		want := string(blob)
+		if name != "plain" {
+			want = name
+		}
+		if plain, err := keyring(t, entry("A", keyA)).Open(got, here); err != nil || string(plain) != want {
+			t.Errorf("Rebind(%s) opens under A alone as %q, %v; want %q", name, plain, err, want)
+		}
+		if again, changed, err := k.Rebind(got, here); changed || err != nil || !bytes.Equal(again, got) {
+			t.Errorf("Rebind of a bound blob = %v, %v; want it as it is", changed, err)
+		}
+	}
+	if _, _, err := k.Rebind(underB, runtime.RunPlace("state", 8)); !errors.Is(err, seal.ErrCorrupt) {
+		t.Errorf("Rebind of a blob moved from its place = %v, want ErrCorrupt", err)
+	}
+	if _, _, err := k.Rebind(sealV1(t, "C", keyC, []byte("x")), here); !errors.Is(err, seal.ErrUnknownKey) {
+		t.Errorf("Rebind of a blob under a key it lacks = %v, want ErrUnknownKey", err)
 	}
 }
 
