@@ -138,7 +138,7 @@ func TestConfigApplyWarnsAboutAnUnsetSecret(t *testing.T) {
 		t.Fatalf("config apply = %q, %v (stderr %q)", out.String(), err, errOut.String())
 	}
 	line := strings.Count(src[:strings.Index(src, "secret_env")], "\n") + 1
-	want := fmt.Sprintf("%s:%d: warning: notify entry 1 (https://hooks.example.com/t): environment variable HOOK_SECRET is unset here; deliveries need it where turnstile serve and work run\n", path, line)
+	want := fmt.Sprintf("%s:%d: warning: notify entry 1 (https://hooks.example.com): environment variable HOOK_SECRET is unset here; deliveries need it where turnstile serve and work run\n", path, line)
 	if errOut.String() != want {
 		t.Errorf("stderr = %q\nwant %q", errOut.String(), want)
 	}

@@ -190,6 +190,61 @@ func TestANameIsCheckedOnTheAddressItResolvesTo(t *testing.T) {
 	}
 }
 
+// TestTheHostsOwnAddressesAreRefused: every address of this machine's
+// interfaces, public ones included, is this host.
+func TestTheHostsOwnAddressesAreRefused(t *testing.T) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skip(err)
+	}
+	s := New(Options{Timeout: time.Second})
+	for _, ia := range addrs {
+		n, ok := ia.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		a, _ := netip.AddrFromSlice(n.IP)
+		u := "http://" + netip.AddrPortFrom(a.Unmap(), 9).String() + "/hook"
+		got := s.Send(context.Background(), runtime.WebhookMessage{ID: "msg_1", URL: u, Body: []byte(`{}`)})
+		if got.Err == nil || !strings.HasPrefix(got.Err.Error(), "target refused: ") || !got.Permanent {
+			t.Errorf("Send to this host's %s = %+v (%v), want refused", u, got, got.Err)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for addr, want := range map[string]string{
+		"8.8.8.8":            "",
+		"2606:4700::1111":    "",
+		"93.184.216.34":      "",
+		"127.0.0.2":          "a loopback address",
+		"::1":                "a loopback address",
+		"::ffff:127.0.0.1":   "a loopback address",
+		"0.0.0.0":            "an unspecified address",
+		"0.1.2.3":            "an unspecified address",
+		"::":                 "an unspecified address",
+		"169.254.169.254":    "a link-local address",
+		"fe80::1%eth0":       "a link-local address",
+		"10.0.0.1":           "a private address",
+		"172.31.255.255":     "a private address",
+		"192.168.1.1":        "a private address",
+		"100.64.0.1":         "a private address",
+		"fd12:3456::1":       "a private address",
+		"fec0::1":            "a private address",
+		"64:ff9b::a00:1":     "a private address", // 10.0.0.1 through NAT64
+		"64:ff9b::808:808":   "",                  // 8.8.8.8 through NAT64
+		"::ffff:169.254.1.1": "a link-local address",
+		"255.255.255.255":    "a reserved address",
+		"240.0.0.1":          "a reserved address",
+		"239.1.1.1":          "a reserved address",
+		"198.18.0.1":         "a reserved address",
+	} {
+		if got := classify(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("classify(%s) = %q, want %q", addr, got, want)
+		}
+	}
+}
+
 // TestTheHostsOwnNameIsRefused: this machine's host name resolves to one
 // of its own addresses, which counts as private.
 func TestTheHostsOwnNameIsRefused(t *testing.T) {
