@@ -22,9 +22,6 @@ func (a *app) deliver(ctx context.Context) {
 		wm = a.metrics
 	}
 	self := append([]string{a.publicURL}, a.self...)
-	if a.allowPrivate {
-		a.log.Info("notifications may reach private addresses (--webhook-allow-private)")
-	}
 	ob := runtime.NewOutbox(runtime.OutboxOptions{Store: a.store, Sealer: a.sealer, Metrics: wm, Logger: a.log,
 		Sender: webhook.New(webhook.Options{Getenv: a.getenv, Self: self, AllowPrivate: a.allowPrivate})})
 	ob.Run(ctx, deliveryLoops)

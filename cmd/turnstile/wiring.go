@@ -234,6 +234,9 @@ func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 		}
 		opts.Metrics = a.metrics
 	}
+	if d.runsAgents() && d.webhookAllowPrivate {
+		log.Info("notifications may reach private addresses and this host (--webhook-allow-private)")
+	}
 	a.mcp = mcp.NewSource(mcp.Options{Getenv: d.getenv, Logger: log})
 	opts.Source = a.mcp
 	a.engine = runtime.New(opts)

@@ -265,3 +265,18 @@ func TestTheHostsOwnNameIsRefused(t *testing.T) {
 		t.Errorf("the receiver accepted %d connections, want none", n)
 	}
 }
+
+// TestASecretOfTurnstileItselfNeverSigns: a delivery row that names one of
+// Turnstile's own variables as its secret (written before configurations
+// were checked for it) fails for good, without a request.
+func TestASecretOfTurnstileItselfNeverSigns(t *testing.T) {
+	rc := newCountingReceiver(t)
+	s := New(Options{AllowPrivate: true, Getenv: func(string) string { return "k1:c2VjcmV0LXN0YXRlLWtleXMtMzItYnl0ZXMhISE=" }})
+	got := s.Send(context.Background(), runtime.WebhookMessage{ID: "msg_1", URL: rc.URL + "/hook", SecretEnv: "TURNSTILE_STATE_KEYS", Body: []byte(`{}`)})
+	if got.Err == nil || !strings.HasPrefix(got.Err.Error(), "secret_env: TURNSTILE_STATE_KEYS is reserved") || !got.Permanent {
+		t.Errorf("Send signed with TURNSTILE_STATE_KEYS = %+v (%v), want refused for good", got, got.Err)
+	}
+	if n := rc.conns.Load(); n != 0 {
+		t.Errorf("the receiver accepted %d connections, want none", n)
+	}
+}
