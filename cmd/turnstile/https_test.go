@@ -67,7 +67,13 @@ func TestHTTPSHygiene(t *testing.T) {
 			if signedIn.StatusCode != http.StatusSeeOther || session == nil {
 				t.Fatalf("POST /login = %d with cookies %v, want 303 and a session", signedIn.StatusCode, signedIn.Cookies())
 			}
-			for _, c := range []*http.Cookie{csrf, session} {
+			// Sign-in clears the CSRF cookie with the attributes it was set
+			// with.
+			cleared := cookieNamed(signedIn, "turnstile_login_csrf")
+			if cleared == nil || cleared.MaxAge >= 0 {
+				t.Fatalf("POST /login did not clear the CSRF cookie: %v", signedIn.Cookies())
+			}
+			for _, c := range []*http.Cookie{csrf, session, cleared} {
 				if c.Secure != tc.secure {
 					t.Errorf("cookie %s: Secure %v, want %v", c.Name, c.Secure, tc.secure)
 				}
