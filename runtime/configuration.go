@@ -105,7 +105,9 @@ type ToolPolicy struct {
 	Deadline `yaml:",inline"`
 }
 
-// Normalize fills defaults and checks the rules every configuration obeys.
+// Normalize fills defaults and checks the rules every configuration obeys,
+// CheckEnvName's among them: whichever way a configuration is stored, it
+// never reads Turnstile's own environment variables.
 func (c *Configuration) Normalize() error {
 	if c.Identifier == "" {
 		return fmt.Errorf("configuration: identifier is required")
@@ -133,6 +135,9 @@ func (c *Configuration) Normalize() error {
 		if err := p.Deadline.Check(); err != nil {
 			return fmt.Errorf("configuration %s: tool_policies %s: %w", c.Identifier, name, err)
 		}
+	}
+	if err := c.checkEnv(); err != nil {
+		return fmt.Errorf("configuration %s: %w", c.Identifier, err)
 	}
 	return c.checkNotify()
 }

@@ -135,7 +135,8 @@ func (s *syncBuffer) String() string {
 }
 
 // outboxFor returns an outbox on the world's store with quick retries,
-// the test secret in its environment, and o's other settings.
+// the test secret in its environment, private targets allowed, and o's
+// other settings.
 func outboxFor(w *testrig.World, o runtime.OutboxOptions, so webhook.Options) *runtime.Outbox {
 	o.Store = w.Store
 	if so.Getenv == nil {
@@ -146,6 +147,8 @@ func outboxFor(w *testrig.World, o runtime.OutboxOptions, so webhook.Options) *r
 			return ""
 		}
 	}
+	// The receivers are local httptest servers.
+	so.AllowPrivate = true
 	o.Sender = webhook.New(so)
 	if o.Backoff == 0 {
 		o.Backoff = 20 * time.Millisecond
@@ -457,7 +460,7 @@ func TestDeliveryGivesUpAfterADay(t *testing.T) {
 	metrics := &recordingWebhooks{}
 	// The production schedule: 1 s doubling, 24 h.
 	ob := runtime.NewOutbox(runtime.OutboxOptions{Store: w.Store, Metrics: metrics,
-		Sender: webhook.New(webhook.Options{Getenv: func(string) string { return testSecret }})})
+		Sender: webhook.New(webhook.Options{AllowPrivate: true, Getenv: func(string) string { return testSecret }})})
 	deliverOnce(t, ob)
 	old, fresh := rowByWebhookID(t, w, ids[0]), rowByWebhookID(t, w, ids[1])
 	if old.Status != "failed" || old.LastError == nil || !strings.HasPrefix(*old.LastError, "gave up after 1 attempts over 24h0m0s: HTTP 502") {
@@ -615,5 +618,48 @@ func TestSealedBodiesAreSentOpened(t *testing.T) {
 	}
 	if err := verifyHMAC(testSecret, got[0]); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestPrivateTargetsFailAtOnceWithoutTheirAddress: with the production
+// sender (no --webhook-allow-private), notifications to a loopback
+// receiver and to the cloud metadata address fail at their first
+// attempt, nothing reaches the receiver, and last_error says why without
+// the address; the same receiver gets them once private targets are
+// allowed.
+func TestPrivateTargetsFailAtOnceWithoutTheirAddress(t *testing.T) {
+	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	w := notifyWorld(t)
+	_, port, _ := net.SplitHostPort(rc.Listener.Addr().String())
+	const allow = "; start with --webhook-allow-private to allow it"
+	cases := []struct{ url, lastError string }{
+		{rc.URL + "/hook", "target refused: a loopback address" + allow},
+		{"http://localhost.:" + port + "/hook", "target refused: a loopback address" + allow},
+		{"http://169.254.169.254/latest/meta-data/", "target refused: a link-local address" + allow},
+	}
+	ob := runtime.NewOutbox(runtime.OutboxOptions{Store: w.Store,
+		Sender: webhook.New(webhook.Options{Timeout: time.Second, Getenv: func(string) string { return testSecret }})})
+	var ids []string
+	for _, c := range cases {
+		ids = append(ids, insertDeliveries(t, w, 1, c.url, "TEST_WEBHOOK_SECRET")[0])
+	}
+	deliverOnce(t, ob)
+	for i, c := range cases {
+		r := rowByWebhookID(t, w, ids[i])
+		if r.Status != "failed" || r.Attempts != 1 || r.LastError == nil || *r.LastError != c.lastError {
+			t.Errorf("%s: row %s after %d attempts, last_error %q; want failed after 1: %q", c.url, r.Status, r.Attempts, deref(r.LastError), c.lastError)
+		}
+		if r.LastError != nil && (strings.Contains(*r.LastError, port) || strings.Contains(*r.LastError, "169.254")) {
+			t.Errorf("%s: last_error %q names the address", c.url, *r.LastError)
+		}
+	}
+	if n := len(rc.requests()); n != 0 {
+		t.Fatalf("the loopback receiver got %d requests, want none", n)
+	}
+
+	id := insertDeliveries(t, w, 1, rc.URL+"/hook", "TEST_WEBHOOK_SECRET")[0]
+	deliverOnce(t, outboxFor(w, runtime.OutboxOptions{}, webhook.Options{}))
+	if r := rowByWebhookID(t, w, id); r.Status != "delivered" || len(rc.requests()) != 1 {
+		t.Errorf("with private targets allowed: row %s, %d requests; want delivered once", r.Status, len(rc.requests()))
 	}
 }

@@ -35,6 +35,26 @@ type DeliveryInfo struct {
 	DeliveredAt *time.Time `db:"delivered_at"`
 }
 
+// Target is the URL as people are shown it, on pages and in webhooks
+// list: its scheme and host (with a port) only. The path, query and user
+// part may be the credential (a Slack incoming webhook's URL is).
+func (d DeliveryInfo) Target() string { return NotifyTarget(d.URL) }
+
+// NotifyTarget is a notify URL's scheme and host, lower-case
+// ("https://hooks.slack.com"); "(not an http or https URL)" for anything
+// else, which is never repeated.
+func NotifyTarget(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(not an http or https URL)"
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return "(not an http or https URL)"
+	}
+	return scheme + "://" + strings.ToLower(u.Host)
+}
+
 // Pending reports whether the workers still try the delivery.
 func (d DeliveryInfo) Pending() bool { return d.Status == "pending" }
 
@@ -123,11 +143,17 @@ func CheckNotifyURL(s string) error {
 }
 
 // CheckSecretEnv refuses a secret_env that is no environment variable's
-// name ("" is none). Its message never repeats the value, which may be the
-// secret itself.
+// name ("" is none), and one that CheckEnvName refuses. Its message never
+// repeats a value that is no name, which may be the secret itself.
 func CheckSecretEnv(name string) error {
-	if name != "" && !envNamePattern.MatchString(name) {
+	if name == "" {
+		return nil
+	}
+	if !envNamePattern.MatchString(name) {
 		return errors.New("secret_env must name an environment variable (letters, digits and _), not hold the secret itself")
+	}
+	if err := CheckEnvName(name); err != nil {
+		return fmt.Errorf("secret_env: %w", err)
 	}
 	return nil
 }

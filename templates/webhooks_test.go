@@ -10,8 +10,8 @@ import (
 // answer escaped; given none it has no section at all.
 func TestRunDetailFailedDeliveries(t *testing.T) {
 	p := RunPage{Page: samplePage(), Run: RunSummary{ID: 42, Status: "completed"}, FailedDeliveries: []FailedDelivery{
-		{ID: 7, Event: "run.waiting", URL: "https://hooks.example.com/a?x=1&y=2", Attempts: 17, Last: "503: <b>down</b>", CreatedAt: now},
-		{ID: 9, Event: "run.settled", URL: "https://hooks.example.com/b", Attempts: 16, Last: "timeout after 10s", CreatedAt: now},
+		{ID: 7, Event: "run.waiting", Target: "https://hooks.example.com", Attempts: 17, Last: "503: <b>down</b>", CreatedAt: now},
+		{ID: 9, Event: "run.settled", Target: "https://hooks.example.org:8443", Attempts: 16, Last: "timeout after 10s", CreatedAt: now},
 	}}
 	out, doc := render(t, RunDetail(p))
 	section := one(t, doc, "failed deliveries", is("section", "data-testid", "failed-deliveries"))
@@ -19,12 +19,12 @@ func TestRunDetailFailedDeliveries(t *testing.T) {
 	if len(rows) != 2 {
 		t.Fatalf("rows: got %d, want 2", len(rows))
 	}
-	for i, want := range []struct{ id, url, attempts, last string }{
-		{"7", "https://hooks.example.com/a?x=1&y=2", "17", "503: <b>down</b>"},
-		{"9", "https://hooks.example.com/b", "16", "timeout after 10s"},
+	for i, want := range []struct{ id, target, attempts, last string }{
+		{"7", "https://hooks.example.com", "17", "503: <b>down</b>"},
+		{"9", "https://hooks.example.org:8443", "16", "timeout after 10s"},
 	} {
 		wantAttr(t, rows[i], "data-delivery-id", want.id)
-		for key, v := range map[string]string{"delivery-url": want.url, "delivery-attempts": want.attempts, "delivery-last": want.last} {
+		for key, v := range map[string]string{"delivery-target": want.target, "delivery-attempts": want.attempts, "delivery-last": want.last} {
 			if got := text(one(t, rows[i], key, is("td", "data-testid", key))); got != v {
 				t.Errorf("row %d %s: got %q, want %q", i, key, got, v)
 			}

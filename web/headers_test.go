@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/web"
 )
 
 // TestSecurityHeaders: every HTML page — signed in or out, an error page
@@ -57,6 +58,30 @@ func TestSecurityHeaders(t *testing.T) {
 				t.Errorf("Cache-Control = %q, want no-store: %v", got, tt.noStore)
 			}
 		})
+	}
+}
+
+// TestStrictTransportSecurity: a server told it is reached over HTTPS
+// sends Strict-Transport-Security for a year (no preload, no
+// subdomains: those are the domain owner's choice) on every answer, pages,
+// errors, the API and static files; one that is not sends none.
+func TestStrictTransportSecurity(t *testing.T) {
+	plain := newApp(t, 0)
+	https := newApp(t, 0, func(d *web.Deps) { d.StrictTransportSecurity = true })
+	for _, tc := range []struct {
+		app  *testApp
+		want string
+	}{{plain, ""}, {https, "max-age=31536000"}} {
+		visitor, admin := tc.app.visitor(t), tc.app.signIn(t, "admin")
+		for _, r := range []struct {
+			c    *client
+			path string
+		}{{visitor, "/login"}, {visitor, "/nowhere"}, {admin, "/inbox"}, {admin, "/api/runs"}, {admin, "/static/style.css"}} {
+			res, _ := r.c.get(r.path)
+			if got := res.Header.Get("Strict-Transport-Security"); got != tc.want {
+				t.Errorf("GET %s: Strict-Transport-Security %q, want %q", r.path, got, tc.want)
+			}
+		}
 	}
 }
 

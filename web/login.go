@@ -182,7 +182,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	}
 	s.sessions.Remove(r.Context(), sessionCSRF)
 	s.sessions.Put(r.Context(), sessionUser, u.ID)
-	http.SetCookie(w, &http.Cookie{Name: loginCSRFCookie, Path: "/login", MaxAge: -1})
+	// Cleared with the attributes it was set with (Secure among them).
+	http.SetCookie(w, &http.Cookie{Name: loginCSRFCookie, Path: "/login", MaxAge: -1, HttpOnly: true,
+		Secure: s.sessions.Cookie.Secure, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
 }
 

@@ -119,6 +119,10 @@ type Deps struct {
 	// moment (a cluster node outside the primary component): the request
 	// is then answered 503 with Retry-After, not 500. Nil: none is.
 	NotReady func(error) bool
+	// StrictTransportSecurity sends Strict-Transport-Security on every
+	// answer: the server is reached over HTTPS (an https --public-url, or
+	// --secure-cookies).
+	StrictTransportSecurity bool
 }
 
 // DefaultKeepalive is the default --keepalive.
@@ -146,6 +150,7 @@ type Server struct {
 	trustedProxies []netip.Prefix
 	webhooks       Webhooks
 	notReady       func(error) bool
+	hsts           bool
 }
 
 // New returns a server.
@@ -153,7 +158,8 @@ func New(d Deps) *Server {
 	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, catalog: d.Catalog, events: d.Events, sessions: d.Sessions,
 		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout,
 		admission: newAdmission(d.DecisionPath, d.MaxContinuations, d.Workers), metrics: d.Metrics,
-		guard: newLoginGuard(), trustedProxies: d.TrustedProxies, webhooks: d.Webhooks, notReady: d.NotReady}
+		guard: newLoginGuard(), trustedProxies: d.TrustedProxies, webhooks: d.Webhooks, notReady: d.NotReady,
+		hsts: d.StrictTransportSecurity}
 	if s.keepalive <= 0 {
 		s.keepalive = DefaultKeepalive
 	}
@@ -241,7 +247,7 @@ func (s *Server) Handler() http.Handler {
 	}))
 	// The session loads first, so that even a refused cross-origin request
 	// gets a rendered page.
-	return secureHeaders(s.sessions.LoadAndSave(cop.Handler(r)))
+	return secureHeaders(s.sessions.LoadAndSave(cop.Handler(r)), s.hsts)
 }
 
 // contentSecurityPolicy allows the pages' own files and nothing else: no
@@ -250,11 +256,20 @@ func (s *Server) Handler() http.Handler {
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
+// strictTransportSecurity keeps browsers on HTTPS for a year after a
+// visit. No includeSubDomains or preload: whether every subdomain serves
+// HTTPS is the domain owner's choice, not Turnstile's.
+const strictTransportSecurity = "max-age=31536000"
+
 // secureHeaders sets on every response what a browser should enforce for
-// this site; they cost a JSON client nothing.
-func secureHeaders(next http.Handler) http.Handler {
+// this site; they cost a JSON client nothing. hsts adds
+// Strict-Transport-Security (browsers ignore it over plain HTTP).
+func secureHeaders(next http.Handler, hsts bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
+		if hsts {
+			h.Set("Strict-Transport-Security", strictTransportSecurity)
+		}
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY") // frame-ancestors for older browsers

@@ -17,8 +17,10 @@ type Webhooks interface {
 }
 
 // failedDeliveries are a run's failed notifications for its page: for
-// admins only (an endpoint's URL and a receiver's error are the
-// operators' business, not the run owner's), none without Deps.Webhooks.
+// admins only (an endpoint and a receiver's error are the operators'
+// business, not the run owner's), none without Deps.Webhooks. Even admins
+// see an endpoint's scheme and host only: the rest of a URL may be its
+// credential.
 func (s *Server) failedDeliveries(r *http.Request, runID int64) ([]templates.FailedDelivery, error) {
 	if s.webhooks == nil || currentUser(r).Role != runtime.RoleAdmin {
 		return nil, nil
@@ -29,7 +31,7 @@ func (s *Server) failedDeliveries(r *http.Request, runID int64) ([]templates.Fai
 	}
 	out := make([]templates.FailedDelivery, 0, len(ds))
 	for _, d := range ds {
-		out = append(out, templates.FailedDelivery{ID: d.ID, Event: d.Event, URL: d.URL, Attempts: d.Attempts,
+		out = append(out, templates.FailedDelivery{ID: d.ID, Event: d.Event, Target: d.Target(), Attempts: d.Attempts,
 			Last: d.LastAnswer(), CreatedAt: d.CreatedAt})
 		if out[len(out)-1].Last == "" {
 			out[len(out)-1].Last = "no answer recorded"

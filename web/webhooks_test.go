@@ -8,7 +8,8 @@ import (
 )
 
 // TestRunPageShowsFailedDeliveriesToAdmins: a notification the workers
-// gave up on shows on the run's page for an admin, with its endpoint,
+// gave up on shows on the run's page for an admin, with its endpoint's
+// scheme and host (never the path or query: a Slack URL is a credential),
 // attempts and last answer; the run's owner sees the page without it, and
 // a delivered or pending notification shows to nobody.
 func TestRunPageShowsFailedDeliveriesToAdmins(t *testing.T) {
@@ -20,7 +21,7 @@ func TestRunPageShowsFailedDeliveriesToAdmins(t *testing.T) {
 		res, err := a.DB.Exec(`INSERT INTO webhook_deliveries (webhook_id, run_id, configuration_id, event, url, body,
 				status, attempts, last_status, last_error)
 			VALUES (CONCAT('msg_', REPLACE(UUID(), '-', '')), ?, 1, 'run.waiting', ?, '{}', ?, ?, ?, ?)`,
-			run, fmt.Sprintf("https://hooks.example.com/%s/%d", status, run), status, attempts, lastStatus, lastError)
+			run, fmt.Sprintf("https://hooks.example.com/%s/%d?token=s3cret", status, run), status, attempts, lastStatus, lastError)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +48,7 @@ func TestRunPageShowsFailedDeliveriesToAdmins(t *testing.T) {
 		t.Errorf("the row is of delivery %s, want %d", id, failed)
 	}
 	for key, want := range map[string]string{
-		"delivery-url":      fmt.Sprintf("https://hooks.example.com/failed/%d", paused.RunID),
+		"delivery-target":   "https://hooks.example.com",
 		"delivery-attempts": "17",
 		"delivery-last":     "503: upstream <down>",
 	} {
@@ -57,6 +58,9 @@ func TestRunPageShowsFailedDeliveriesToAdmins(t *testing.T) {
 	}
 	if !strings.Contains(textOf(section), "turnstile webhooks retry --id N") {
 		t.Errorf("the section does not say how to send one again: %q", textOf(section))
+	}
+	if strings.Contains(body, "s3cret") || strings.Contains(body, "/failed/") {
+		t.Error("the page shows a webhook URL's path or query")
 	}
 	if strings.Contains(body, "upstream <down>") {
 		t.Error("a receiver's error reaches the page unescaped")

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/turnstile-dev/turnstile/runtime"
 )
 
 // flagSet is a command's flags, each of which can also come from a
@@ -49,9 +51,11 @@ func (f *flagSet) printFlags(w io.Writer) {
 }
 
 // envName is the environment variable of a flag: --max-continuations is
-// TURNSTILE_MAX_CONTINUATIONS.
+// TURNSTILE_MAX_CONTINUATIONS. Every one starts with runtime.EnvPrefix,
+// which no configuration may read (runtime.CheckEnvName): a flag's value,
+// the DSN's password say, never leaves the process through one.
 func envName(flagName string) string {
-	return "TURNSTILE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+	return runtime.EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
 // parse applies the environment, then the command line.
@@ -112,4 +116,35 @@ func (d *durationValue) Set(s string) error {
 	}
 	*d = durationValue(v)
 	return nil
+}
+
+// autoBool is a boolean flag whose default depends on other flags: it
+// shows as "auto" until it is given (on the command line or in the
+// environment), and the command then decides it with or.
+type autoBool struct{ set, value bool }
+
+func (b *autoBool) IsBoolFlag() bool { return true }
+
+func (b *autoBool) String() string {
+	if b == nil || !b.set {
+		return "auto"
+	}
+	return strconv.FormatBool(b.value)
+}
+
+func (b *autoBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("%q is not true or false", s)
+	}
+	b.set, b.value = true, v
+	return nil
+}
+
+// or is the value given, else def.
+func (b *autoBool) or(def bool) bool {
+	if b.set {
+		return b.value
+	}
+	return def
 }

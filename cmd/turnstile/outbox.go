@@ -23,7 +23,7 @@ func (a *app) deliver(ctx context.Context) {
 	}
 	self := append([]string{a.publicURL}, a.self...)
 	ob := runtime.NewOutbox(runtime.OutboxOptions{Store: a.store, Sealer: a.sealer, Metrics: wm, Logger: a.log,
-		Sender: webhook.New(webhook.Options{Getenv: a.getenv, Self: self})})
+		Sender: webhook.New(webhook.Options{Getenv: a.getenv, Self: self, AllowPrivate: a.allowPrivate})})
 	ob.Run(ctx, deliveryLoops)
 }
 

@@ -76,7 +76,8 @@ func TestKilledServerNotificationIsDeliveredByANewProcess(t *testing.T) {
 		t.Fatalf("the receiver got %d requests from a server without workers", n)
 	}
 
-	p := startChild(t, env, "work", "--dsn", r.DSN, "--workers", "1")
+	// The receiver is a local httptest server.
+	p := startChild(t, env, "work", "--dsn", r.DSN, "--workers", "1", "--webhook-allow-private")
 	waitWorkerRow(t, r, p.cmd.Process.Pid, 30*time.Second)
 	if !testrig.Eventually(20*time.Second, func() bool {
 		return r.Count(t, `SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = ? AND status = 'delivered'`, webhookID) == 1

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -34,7 +35,8 @@ func serve(ctx context.Context, args []string, e env) error {
 	shutdownTimeout := fs.Duration("shutdown-timeout", 25*time.Second, "how long a shutdown waits for requests in flight")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	keepalive := fs.Duration("keepalive", web.DefaultKeepalive, "longest silence of a stream before a keepalive line")
-	secureCookies := fs.Bool("secure-cookies", false, "mark the session cookie Secure (set it when served over HTTPS)")
+	var secureCookies autoBool
+	fs.Var(&secureCookies, "secure-cookies", "mark the session and sign-in cookies Secure and send Strict-Transport-Security (served over HTTPS); auto: on when --public-url is https")
 	workers := fs.Int("workers", 2, "embedded worker loops (0 turns them off)")
 	decisionPath := fs.String("decision-path", web.PathAuto, "auto, request or durable: where a decision's continuation runs")
 	maxContinuations := fs.Int("max-continuations", 512, "most continuations running inside requests at once")
@@ -43,6 +45,15 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
+	// The demo's receivers, if someone adds one, run on this machine.
+	if *demo && !given(fs, "webhook-allow-private") {
+		d.webhookAllowPrivate = true
+	}
+	// Behind HTTPS the cookies must not travel over plain HTTP, and
+	// browsers are told to come back over HTTPS only.
+	https := strings.HasPrefix(strings.ToLower(strings.TrimSpace(d.publicURL)), "https://")
+	secure := secureCookies.or(https)
+	hsts := https || secure
 	proxies, err := parsePrefixes(*trusted)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
@@ -89,11 +100,11 @@ func serve(ctx context.Context, args []string, e env) error {
 	sessions.Cookie.Name = "turnstile_session"
 	sessions.Cookie.HttpOnly = true
 	sessions.Cookie.SameSite = http.SameSiteLaxMode
-	sessions.Cookie.Secure = *secureCookies
+	sessions.Cookie.Secure = secure
 	server := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Catalog: a.store,
 		Events: a.engine, Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout,
 		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store, Metrics: a.metrics,
-		TrustedProxies: proxies, Webhooks: a.store, NotReady: store.NotReady})
+		TrustedProxies: proxies, Webhooks: a.store, NotReady: store.NotReady, StrictTransportSecurity: hsts})
 	if err := a.metrics.WatchSlots(server); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
@@ -197,4 +208,12 @@ func parsePrefixes(list string) ([]netip.Prefix, error) {
 		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
 	}
 	return out, nil
+}
+
+// given reports whether the flag was set, on the command line or through
+// its environment variable.
+func given(fs *flagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
 }

@@ -326,6 +326,10 @@ func TestServeDemoSeedsOnceAndShutsDownCleanly(t *testing.T) {
 	if !logged(lines, "shutting down", nil) {
 		t.Errorf("no \"shutting down\" record in stderr:\n%s", first.stderr)
 	}
+	// The demo's notifications may go to a receiver on this machine.
+	if !logged(lines, allowPrivateLog, nil) {
+		t.Errorf("serve --demo did not allow private webhook targets; stderr:\n%s", first.stderr)
+	}
 
 	// A restart keeps what the first run left and seeds no second set.
 	addr = freeAddr(t)
@@ -361,7 +365,14 @@ func TestServeWithoutDemoSeedsNothing(t *testing.T) {
 		t.Errorf("serve without --demo left %v", got)
 	}
 	s.stop(t)
+	if logged(s.logLines(t), allowPrivateLog, nil) {
+		t.Errorf("serve without --demo or --webhook-allow-private allows private webhook targets")
+	}
 }
+
+// allowPrivateLog is what serve and work log at start with
+// --webhook-allow-private.
+const allowPrivateLog = "notifications may reach private addresses and this host (--webhook-allow-private)"
 
 // emptyDatabase creates a database with no tables, dropped when the test
 // ends, and returns its DSN.

@@ -88,16 +88,18 @@ func retryDelivery(ctx context.Context, a *app, id int64, out io.Writer) error {
 	return nil
 }
 
-// listDeliveries writes the deliveries as a table, one a line.
+// listDeliveries writes the deliveries as a table, one a line; of a URL,
+// its scheme and host only (a Slack webhook's URL is its credential, and
+// listings end up in terminals' scrollback and tickets).
 func listDeliveries(out io.Writer, ds []runtime.DeliveryInfo) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tWEBHOOK ID\tRUN\tEVENT\tURL\tSTATUS\tATTEMPTS\tLAST\tNEXT ATTEMPT")
+	fmt.Fprintln(tw, "ID\tWEBHOOK ID\tRUN\tEVENT\tTARGET\tSTATUS\tATTEMPTS\tLAST\tNEXT ATTEMPT")
 	for _, d := range ds {
 		next := "-"
 		if d.Pending() {
 			next = when(&d.NextAttemptAt)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.WebhookID, d.RunID, d.Event, oneLine(d.URL, 80),
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.WebhookID, d.RunID, d.Event, oneLine(d.Target(), 80),
 			d.Status, d.Attempts, lastAnswer(d), next)
 	}
 	return tw.Flush()

@@ -19,7 +19,7 @@ func outboxRow(t *testing.T, db *sqlx.DB, webhookID string, run int64, status st
 	t.Helper()
 	res, err := db.Exec(`INSERT INTO webhook_deliveries (webhook_id, run_id, configuration_id, event, url, body, status,
 			attempts, next_attempt_at, last_status, last_error)
-		VALUES (?, ?, 1, 'run.waiting', 'https://hooks.example.com/t', '{}', ?, ?, '2026-12-01 10:00:00', ?, ?)`,
+		VALUES (?, ?, 1, 'run.waiting', 'https://hooks.example.com/services/T0/B0/s3cret?token=s3cret', '{}', ?, ?, '2026-12-01 10:00:00', ?, ?)`,
 		webhookID, run, status, attempts, lastStatus, lastError)
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,8 @@ func outboxRow(t *testing.T, db *sqlx.DB, webhookID string, run int64, status st
 }
 
 // TestWebhooksCommands: list shows every delivery newest first as a
-// table (a receiver's multi-line error kept on its row), --failed only
+// table (a receiver's multi-line error kept on its row; of the URL, its
+// scheme and host only: a Slack URL is a credential), --failed only
 // the given-up ones; retry makes a failed one pending and due, and refuses
 // the others with what they are, writing nothing.
 func TestWebhooksCommands(t *testing.T) {
@@ -46,18 +47,22 @@ func TestWebhooksCommands(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("webhooks list printed %d lines, want a header and 3 rows:\n%s", len(lines), stdout)
 	}
-	header := regexp.MustCompile(`^ID\s+WEBHOOK ID\s+RUN\s+EVENT\s+URL\s+STATUS\s+ATTEMPTS\s+LAST\s+NEXT ATTEMPT$`)
+	header := regexp.MustCompile(`^ID\s+WEBHOOK ID\s+RUN\s+EVENT\s+TARGET\s+STATUS\s+ATTEMPTS\s+LAST\s+NEXT ATTEMPT$`)
 	if !header.MatchString(lines[0]) {
 		t.Errorf("header = %q", lines[0])
 	}
 	for i, want := range []string{
-		fmt.Sprintf(`^%d\s+msg_pending\s+8\s+run.waiting\s+https://hooks.example.com/t\s+pending\s+2\s+dial tcp 10.0.0.9:443: connection refused\s+2026-12-01 10:00:00Z$`, pending),
-		fmt.Sprintf(`^%d\s+msg_failed\s+7\s+run.waiting\s+https://hooks.example.com/t\s+failed\s+17\s+502: 502 Bad Gateway: <html> upstream down</html>\s+-$`, failed),
-		fmt.Sprintf(`^%d\s+msg_delivered\s+7\s+run.waiting\s+https://hooks.example.com/t\s+delivered\s+1\s+204\s+-$`, delivered),
+		fmt.Sprintf(`^%d\s+msg_pending\s+8\s+run.waiting\s+https://hooks.example.com\s+pending\s+2\s+dial tcp 10.0.0.9:443: connection refused\s+2026-12-01 10:00:00Z$`, pending),
+		fmt.Sprintf(`^%d\s+msg_failed\s+7\s+run.waiting\s+https://hooks.example.com\s+failed\s+17\s+502: 502 Bad Gateway: <html> upstream down</html>\s+-$`, failed),
+		fmt.Sprintf(`^%d\s+msg_delivered\s+7\s+run.waiting\s+https://hooks.example.com\s+delivered\s+1\s+204\s+-$`, delivered),
 	} {
 		if !regexp.MustCompile(want).MatchString(lines[i+1]) {
 			t.Errorf("row %d = %q, want to match %s", i+1, lines[i+1], want)
 		}
+	}
+
+	if strings.Contains(stdout, "s3cret") || strings.Contains(stdout, "/services/") {
+		t.Errorf("webhooks list shows more of a URL than its scheme and host:\n%s", stdout)
 	}
 
 	stdout, _, err = turnstile(t, dsn, "webhooks", "list", "--failed")
@@ -133,7 +138,7 @@ func TestConfigApplyWarnsAboutAnUnsetSecret(t *testing.T) {
 		t.Fatalf("config apply = %q, %v (stderr %q)", out.String(), err, errOut.String())
 	}
 	line := strings.Count(src[:strings.Index(src, "secret_env")], "\n") + 1
-	want := fmt.Sprintf("%s:%d: warning: notify entry 1 (https://hooks.example.com/t): environment variable HOOK_SECRET is unset here; deliveries need it where turnstile serve and work run\n", path, line)
+	want := fmt.Sprintf("%s:%d: warning: notify entry 1 (https://hooks.example.com): environment variable HOOK_SECRET is unset here; deliveries need it where turnstile serve and work run\n", path, line)
 	if errOut.String() != want {
 		t.Errorf("stderr = %q\nwant %q", errOut.String(), want)
 	}

@@ -43,8 +43,11 @@ type app struct {
 	// (see outbox.go).
 	publicURL string
 	self      []string
-	getenv    func(string) string
-	sealer    runtime.Sealer
+	// allowPrivate lets notifications reach private addresses
+	// (--webhook-allow-private).
+	allowPrivate bool
+	getenv       func(string) string
+	sealer       runtime.Sealer
 }
 
 // stateKeysVar holds the keys that encrypt run state at rest,
@@ -68,6 +71,8 @@ type dbFlags struct {
 	// publicURL is --public-url; publicDefault stands in for it when it
 	// is unset (serve derives it from --addr).
 	publicURL, publicDefault string
+	// webhookAllowPrivate is --webhook-allow-private.
+	webhookAllowPrivate bool
 }
 
 func (d *dbFlags) register(fs *flagSet) {
@@ -76,6 +81,7 @@ func (d *dbFlags) register(fs *flagSet) {
 	if d.runsAgents() {
 		fs.DurationVar(&d.lease, "lease", runtime.DefaultLease, "how long a claim holds without renewal before another holder may take the run over")
 		fs.StringVar(&d.publicURL, "public-url", "", "where people reach this Turnstile, e.g. https://turnstile.example: the base of the decide_url of notifications (default: http:// and --addr)")
+		fs.BoolVar(&d.webhookAllowPrivate, "webhook-allow-private", false, "let notifications reach loopback, link-local, private and unspecified addresses and this host's own, refused otherwise (serve --demo turns it on)")
 	} else {
 		d.localDSNs, d.notice = fs.env.localDSNs, fs.env.stderr
 	}
@@ -220,7 +226,7 @@ func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 		log.Info("the database is a Galera cluster node: the reads that must see every commit of the cluster wait for it (wsrep_sync_wait)")
 	}
 	a := &app{db: db, synced: synced, store: st, tools: builtin.Registry(builtin.Tools(st)...), log: log}
-	a.publicURL, a.getenv, a.sealer = d.publicURLOrDefault(), d.getenv, sealer
+	a.publicURL, a.getenv, a.sealer, a.allowPrivate = d.publicURLOrDefault(), d.getenv, sealer, d.webhookAllowPrivate
 	opts := runtime.Options{Store: st, Tools: a.tools, Providers: all.Factory,
 		Validator: schema.New(), Sealer: sealer, Lease: d.lease, Logger: log, PublicURL: a.publicURL}
 	if d.runsAgents() {
@@ -230,6 +236,9 @@ func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 		opts.Metrics = a.metrics
+	}
+	if d.runsAgents() && d.webhookAllowPrivate {
+		log.Info("notifications may reach private addresses and this host (--webhook-allow-private)")
 	}
 	a.mcp = mcp.NewSource(mcp.Options{Getenv: d.getenv, Logger: log})
 	opts.Source = a.mcp

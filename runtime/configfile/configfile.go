@@ -448,6 +448,12 @@ func (p *parser) provider(e entry, cfg *runtime.Configuration, toolsKnown bool) 
 			*f.dst, _ = p.str(fe)
 		}
 	}
+	if fe, ok := fields["api_key_env"]; ok && spec.APIKeyEnv != "" {
+		if err := runtime.CheckEnvName(spec.APIKeyEnv); err != nil {
+			p.fail(fe.value, "provider api_key_env: %s", err.Error())
+			spec.APIKeyEnv = "" // said here, with the line: not again by Normalize
+		}
+	}
 	se, hasScript := fields["script"]
 	if hasScript && yamlnode.IsNull(se.value) {
 		hasScript = false

@@ -2,11 +2,13 @@ package configfile
 
 import (
 	"fmt"
+	"net/url"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/internal/yamlnode"
+	"github.com/turnstile-dev/turnstile/runtime/webhook"
 )
 
 var notifyKeys = []string{"url", "secret_env", "events", "format"}
@@ -90,35 +92,48 @@ func (p *parser) notifyEntry(n *yaml.Node, i int) (runtime.Notify, bool) {
 }
 
 // NotifyWarnings are the warnings about a parsed configuration file's
-// notify entries, one "file:line: warning: …" each: a secret_env that is
-// unset in this environment (getenv answers ""). Deliveries read the
-// secret where turnstile serve and work run, so this refuses nothing; it
-// is what a person can still fix before a delivery goes out unsigned or
-// fails. The warning names the variable, never a value.
+// notify entries, one "file:line: warning: …" each: a url whose host is an
+// address the workers refuse unless started with --webhook-allow-private
+// (a loopback, private or link-local address written out; a name is only
+// checked when it is dialled), and a secret_env that is unset in this
+// environment (getenv answers ""). Deliveries read the secret and check
+// the address where turnstile serve and work run, so this refuses
+// nothing; it is what a person can still fix before a delivery goes out
+// unsigned or fails. A warning names the variable, never a value, and of
+// the url only its scheme and host.
 func NotifyWarnings(filename string, data []byte, cfg *runtime.Configuration, getenv func(string) string) []string {
 	if len(cfg.Notify) == 0 {
 		return nil
 	}
-	lines := secretEnvLines(data)
+	urlLines, secretLines := notifyLines(data, "url"), notifyLines(data, "secret_env")
+	at := func(lines []int, i int) string {
+		if i < len(lines) && lines[i] > 0 {
+			return fmt.Sprintf("%s:%d", filename, lines[i])
+		}
+		return filename
+	}
 	var out []string
 	for i, n := range cfg.Notify {
+		target := runtime.NotifyTarget(n.URL)
+		if u, err := url.Parse(n.URL); err == nil {
+			if why := webhook.LiteralRefusal(u.Hostname()); why != "" {
+				out = append(out, fmt.Sprintf("%s: warning: notify entry %d (%s): %s; deliveries are refused unless turnstile serve and work start with --webhook-allow-private",
+					at(urlLines, i), i+1, target, why))
+			}
+		}
 		if n.SecretEnv == "" || getenv(n.SecretEnv) != "" {
 			continue
 		}
-		at := filename
-		if i < len(lines) && lines[i] > 0 {
-			at = fmt.Sprintf("%s:%d", filename, lines[i])
-		}
 		out = append(out, fmt.Sprintf("%s: warning: notify entry %d (%s): environment variable %s is unset here; deliveries need it where turnstile serve and work run",
-			at, i+1, n.URL, n.SecretEnv))
+			at(secretLines, i), i+1, target, n.SecretEnv))
 	}
 	return out
 }
 
-// secretEnvLines is the line of each notify entry's secret_env value (of
-// the entry when it has none), in order. Parse has read the file already,
-// so every entry is a mapping here.
-func secretEnvLines(data []byte) []int {
+// notifyLines is the line of each notify entry's value of key (of the
+// entry when it has none), in order. Parse has read the file already, so
+// every entry is a mapping here.
+func notifyLines(data []byte, key string) []int {
 	var doc yaml.Node
 	if yaml.Unmarshal(data, &doc) != nil {
 		return nil
@@ -141,7 +156,7 @@ func secretEnvLines(data []byte) []int {
 		n = yamlnode.Resolve(n)
 		out[i] = n.Line
 		for j := 0; j+1 < len(n.Content); j += 2 {
-			if n.Content[j].Value == "secret_env" {
+			if n.Content[j].Value == key {
 				out[i] = n.Content[j+1].Line
 			}
 		}

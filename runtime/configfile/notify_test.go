@@ -18,7 +18,7 @@ provider:
 tools: [lookup_order]
 notify:
   - url: https://hooks.example.com/turnstile
-    secret_env: TURNSTILE_HOOK_SECRET
+    secret_env: HOOK_SECRET
     events: [run.waiting, run.settled]
   - url: https://hooks.slack.com/services/T0/B0/XYZ
     format: slack
@@ -28,7 +28,7 @@ notify:
 func TestParseNotify(t *testing.T) {
 	cfg := mustParse(t, "agent.yaml", notifying)
 	want := []runtime.Notify{
-		{URL: "https://hooks.example.com/turnstile", SecretEnv: "TURNSTILE_HOOK_SECRET", Events: []string{"run.waiting", "run.settled"}},
+		{URL: "https://hooks.example.com/turnstile", SecretEnv: "HOOK_SECRET", Events: []string{"run.waiting", "run.settled"}},
 		{URL: "https://hooks.slack.com/services/T0/B0/XYZ", Format: "slack"},
 		{URL: "http://127.0.0.1:9000/hook"},
 	}
@@ -40,7 +40,7 @@ func TestParseNotify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(out), "secret_env: TURNSTILE_HOOK_SECRET") || !strings.Contains(string(out), "format: slack") {
+	if !strings.Contains(string(out), "secret_env: HOOK_SECRET") || !strings.Contains(string(out), "format: slack") {
 		t.Errorf("the export lacks the notify entries:\n%s", out)
 	}
 	if back := mustParse(t, "out.yaml", string(out)); !reflect.DeepEqual(back, cfg) {
@@ -117,13 +117,24 @@ func TestNotifyWarnings(t *testing.T) {
 	cfg := mustParse(t, "agent.yaml", notifying)
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
-	want := []string{"agent.yaml:10: warning: notify entry 1 (https://hooks.example.com/turnstile): environment variable TURNSTILE_HOOK_SECRET is unset here; deliveries need it where turnstile serve and work run"}
+	// Of a url, the scheme and host only: the path of the Slack one is its
+	// credential.
+	private := "agent.yaml:14: warning: notify entry 3 (http://127.0.0.1:9000): a loopback address; deliveries are refused unless turnstile serve and work start with --webhook-allow-private"
+	want := []string{"agent.yaml:10: warning: notify entry 1 (https://hooks.example.com): environment variable HOOK_SECRET is unset here; deliveries need it where turnstile serve and work run",
+		private}
 	if got := NotifyWarnings("agent.yaml", []byte(notifying), cfg, getenv); !reflect.DeepEqual(got, want) {
 		t.Errorf("warnings with the secret unset:\n got %q\nwant %q", got, want)
 	}
-	env["TURNSTILE_HOOK_SECRET"] = "s3cret"
-	if got := NotifyWarnings("agent.yaml", []byte(notifying), cfg, getenv); len(got) != 0 {
-		t.Errorf("warnings with the secret set: %q", got)
+	env["HOOK_SECRET"] = "s3cret"
+	if got := NotifyWarnings("agent.yaml", []byte(notifying), cfg, getenv); !reflect.DeepEqual(got, []string{private}) {
+		t.Errorf("warnings with the secret set: %q, want the private address's alone", got)
+	}
+	for _, u := range []string{"http://[fd00::1]/h", "http://169.254.169.254/", "http://hooks.localhost:8080/"} {
+		src := strings.Replace(notifying, "http://127.0.0.1:9000/hook", u, 1)
+		got := NotifyWarnings("agent.yaml", []byte(src), mustParse(t, "agent.yaml", src), getenv)
+		if len(got) != 1 || !strings.Contains(got[0], "--webhook-allow-private") {
+			t.Errorf("warnings for %s: %q, want one about the private address", u, got)
+		}
 	}
 }
 
@@ -140,6 +151,7 @@ func TestNormalizeChecksNotify(t *testing.T) {
 		{runtime.Notify{URL: "https://h/", Events: []string{"run.waiting", "run.waiting"}}, "configuration x: notify 1: events names run.waiting twice"},
 		{runtime.Notify{URL: "https://h/", Format: "teams"}, `configuration x: notify 1: format must be standard or slack, not "teams"`},
 		{runtime.Notify{URL: "https://h/", SecretEnv: "not a name"}, "configuration x: notify 1: secret_env must name an environment variable (letters, digits and _), not hold the secret itself"},
+		{runtime.Notify{URL: "https://h/", SecretEnv: "TURNSTILE_DSN"}, "configuration x: notify 1: secret_env: TURNSTILE_DSN is reserved: a configuration may not read Turnstile's own environment variables (TURNSTILE_*, HTTP_PROXY, HTTPS_PROXY, NO_PROXY)"},
 	} {
 		cfg := runtime.Configuration{Identifier: "x", Notify: []runtime.Notify{tc.n}}
 		if err := cfg.Normalize(); err == nil || err.Error() != tc.want {

@@ -1,7 +1,8 @@
 // Package webhook sends the outbox's notifications over HTTP with the
 // Standard Webhooks headers and signature (the Standard Webhooks Go
 // library signs). It never follows a redirect, reads at most a small part
-// of a response, and refuses a URL that points at Turnstile itself.
+// of a response, refuses a URL that points at Turnstile itself, and
+// connects to no private address unless told to (see target.go).
 package webhook
 
 import (
@@ -45,6 +46,13 @@ type Options struct {
 	Timeout time.Duration
 	// Now is the clock of webhook-timestamp; time.Now when nil.
 	Now func() time.Time
+	// AllowPrivate lets notifications reach loopback, link-local, private,
+	// unspecified and reserved addresses and this machine's own
+	// (--webhook-allow-private: the demo, tests, a receiver on the same
+	// network); without it they fail at once.
+	AllowPrivate bool
+	// Resolver looks the targets' names up; net.DefaultResolver when nil.
+	Resolver Resolver
 }
 
 // Sender posts notifications; it is safe for concurrent use.
@@ -65,9 +73,17 @@ func New(o Options) *Sender {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Resolver == nil {
+		o.Resolver = net.DefaultResolver
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 16
 	tr.ResponseHeaderTimeout = o.Timeout
+	// The address checked must be the address reached: through a proxy it
+	// would be the proxy's.
+	tr.Proxy = nil
+	d := &dialer{net: net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second}, resolver: o.Resolver, allow: o.AllowPrivate}
+	tr.DialContext = d.DialContext
 	s := &Sender{getenv: o.Getenv, now: o.Now, client: &http.Client{
 		Transport: tr,
 		Timeout:   o.Timeout,
@@ -84,14 +100,16 @@ func New(o Options) *Sender {
 }
 
 // Send makes one attempt. Errors never name the URL (a Slack webhook's
-// URL is its secret) nor the secret.
+// URL is its secret) nor the secret. A target refused (a private address
+// without AllowPrivate, Turnstile itself, no http(s) URL) or a secret_env
+// that names Turnstile's own variable fails for good, without a request.
 func (s *Sender) Send(ctx context.Context, m runtime.WebhookMessage) runtime.SendResult {
 	u, err := url.Parse(m.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return runtime.SendResult{Err: errors.New("refused: the URL is not an http or https URL"), Permanent: true}
 	}
 	if s.isSelf(u) {
-		return runtime.SendResult{Err: fmt.Errorf("refused: the URL points at Turnstile itself (%s)", u.Host), Permanent: true}
+		return runtime.SendResult{Err: errors.New("refused: the URL points at Turnstile itself"), Permanent: true}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(m.Body))
 	if err != nil {
@@ -103,6 +121,11 @@ func (s *Sender) Send(ctx context.Context, m runtime.WebhookMessage) runtime.Sen
 	req.Header.Set("webhook-id", m.ID)
 	req.Header.Set("webhook-timestamp", fmt.Sprint(ts.Unix()))
 	if m.SecretEnv != "" {
+		// Configurations refuse them; a row written before that rule must
+		// not sign with Turnstile's own secrets either.
+		if err := runtime.CheckEnvName(m.SecretEnv); err != nil {
+			return runtime.SendResult{Err: fmt.Errorf("secret_env: %w", err), Permanent: true}
+		}
 		secret := ""
 		if s.getenv != nil {
 			secret = s.getenv(m.SecretEnv)
@@ -118,6 +141,10 @@ func (s *Sender) Send(ctx context.Context, m runtime.WebhookMessage) runtime.Sen
 		req.Header.Set("webhook-signature", sig)
 	}
 	resp, err := s.client.Do(req)
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		return runtime.SendResult{Err: refused, Permanent: true}
+	}
 	if err != nil {
 		return runtime.SendResult{Err: describe(err)}
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 func TestFactory(t *testing.T) {
-	t.Setenv("TURNSTILE_TEST_ALL_KEY", "sk-test-all")
+	t.Setenv("TEST_ALL_KEY", "sk-test-all")
 	script, err := (&scripted.Script{Rounds: []scripted.Round{{Text: []string{"done"}}}}).JSON()
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestFactory(t *testing.T) {
 	})
 	t.Run("openai", func(t *testing.T) {
 		p, err := Factory(&runtime.Configuration{Identifier: "support", Provider: runtime.ProviderSpec{Type: "openai",
-			Model: "gpt-4o-mini", APIKeyEnv: "TURNSTILE_TEST_ALL_KEY"}})
+			Model: "gpt-4o-mini", APIKeyEnv: "TEST_ALL_KEY"}})
 		if err != nil {
 			t.Fatalf("Factory: %v", err)
 		}

@@ -127,8 +127,9 @@ func build(opts Options) (*Provider, error) {
 // Factory builds the provider of a configuration whose provider type is
 // "openai": its model and base URL, and its key from the environment
 // variable the configuration names (DefaultAPIKeyEnv when it names none).
-// Another type, a missing model or an unset variable is an error naming the
-// configuration and the variable, never a value.
+// Another type, a missing model, a variable runtime.CheckEnvName refuses or
+// an unset one is an error naming the configuration and the variable, never
+// a value.
 func Factory(cfg *runtime.Configuration) (runtime.Provider, error) {
 	if cfg == nil {
 		return nil, errors.New("openai: no configuration")
@@ -143,6 +144,11 @@ func Factory(cfg *runtime.Configuration) (runtime.Provider, error) {
 	env := spec.APIKeyEnv
 	if env == "" {
 		env = DefaultAPIKeyEnv
+	}
+	// Normalize refuses it too; a row stored before that rule must not
+	// send Turnstile's own secrets to its base_url either.
+	if err := runtime.CheckEnvName(env); err != nil {
+		return nil, fmt.Errorf("openai: configuration %s: api_key_env: %w", cfg.Identifier, err)
 	}
 	key := os.Getenv(env)
 	if key == "" {

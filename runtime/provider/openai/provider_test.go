@@ -427,12 +427,13 @@ func TestFactory(t *testing.T) {
 	cfg := func(spec runtime.ProviderSpec) *runtime.Configuration {
 		return &runtime.Configuration{Identifier: "support", Provider: spec}
 	}
-	t.Setenv("TURNSTILE_TEST_OPENAI_KEY", testKey)
+	t.Setenv("TEST_OPENAI_KEY", testKey)
+	t.Setenv("TURNSTILE_STATE_KEYS", testKey)
 	t.Setenv(DefaultAPIKeyEnv, "")
 
 	t.Run("builds a provider from the configuration", func(t *testing.T) {
 		p, err := Factory(cfg(runtime.ProviderSpec{Type: TypeOpenAI, Model: "gpt-4o-mini",
-			BaseURL: f.srv.URL + "/v1", APIKeyEnv: "TURNSTILE_TEST_OPENAI_KEY"}))
+			BaseURL: f.srv.URL + "/v1", APIKeyEnv: "TEST_OPENAI_KEY"}))
 		if err != nil {
 			t.Fatalf("Factory: %v", err)
 		}
@@ -444,7 +445,7 @@ func TestFactory(t *testing.T) {
 			t.Error("no text")
 		}
 		if got, want := f.authorization(0), "Bearer "+testKey; got != want {
-			t.Errorf("Authorization = %q, want the key of TURNSTILE_TEST_OPENAI_KEY", got)
+			t.Errorf("Authorization = %q, want the key of TEST_OPENAI_KEY", got)
 		}
 	})
 
@@ -456,16 +457,19 @@ func TestFactory(t *testing.T) {
 		{"no configuration", nil, "openai: no configuration"},
 		{"another type", cfg(runtime.ProviderSpec{Type: "scripted", Model: "m"}),
 			`openai: configuration support: provider type "scripted" is not "openai"`},
-		{"no model", cfg(runtime.ProviderSpec{Type: TypeOpenAI, APIKeyEnv: "TURNSTILE_TEST_OPENAI_KEY"}),
+		{"no model", cfg(runtime.ProviderSpec{Type: TypeOpenAI, APIKeyEnv: "TEST_OPENAI_KEY"}),
 			"openai: configuration support: the provider needs a model"},
-		{"variable unset", cfg(runtime.ProviderSpec{Type: TypeOpenAI, Model: "m", APIKeyEnv: "TURNSTILE_TEST_UNSET_KEY"}),
-			"openai: configuration support: the API key variable TURNSTILE_TEST_UNSET_KEY is not set"},
+		{"variable unset", cfg(runtime.ProviderSpec{Type: TypeOpenAI, Model: "m", APIKeyEnv: "TEST_UNSET_OPENAI_KEY"}),
+			"openai: configuration support: the API key variable TEST_UNSET_OPENAI_KEY is not set"},
+		// Set or not, Turnstile's own variables are never sent as a key.
+		{"reserved variable", cfg(runtime.ProviderSpec{Type: TypeOpenAI, Model: "m", BaseURL: f.srv.URL + "/v1", APIKeyEnv: "TURNSTILE_STATE_KEYS"}),
+			"openai: configuration support: api_key_env: TURNSTILE_STATE_KEYS is reserved: a configuration may not read Turnstile's own environment variables (TURNSTILE_*, HTTP_PROXY, HTTPS_PROXY, NO_PROXY)"},
 		{"default variable unset", cfg(runtime.ProviderSpec{Type: TypeOpenAI, Model: "m"}),
 			"openai: configuration support: the API key variable OPENAI_API_KEY is not set"},
 		{"base URL that does not parse", cfg(runtime.ProviderSpec{Type: TypeOpenAI, Model: "m", BaseURL: "http://[::1",
-			APIKeyEnv: "TURNSTILE_TEST_OPENAI_KEY"}), `openai: configuration support: base URL "http://[::1" is not an http or https URL`},
+			APIKeyEnv: "TEST_OPENAI_KEY"}), `openai: configuration support: base URL "http://[::1" is not an http or https URL`},
 		{"base URL without a scheme", cfg(runtime.ProviderSpec{Type: TypeOpenAI, Model: "m", BaseURL: "localhost:11434/v1",
-			APIKeyEnv: "TURNSTILE_TEST_OPENAI_KEY"}), `openai: configuration support: base URL "localhost:11434/v1" is not an http or https URL`},
+			APIKeyEnv: "TEST_OPENAI_KEY"}), `openai: configuration support: base URL "localhost:11434/v1" is not an http or https URL`},
 	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/turnstile-dev/turnstile/runtime"
 )
 
 // Names. A model sees an MCP tool as "<server>__<tool>": model APIs accept
@@ -101,8 +103,8 @@ func CanName(server string, meta bool, name string) bool {
 	return toolPartPattern.MatchString(rest)
 }
 
-// CheckTemplate returns an error when s has a malformed ${NAME} reference,
-// or nil.
+// CheckTemplate returns an error when s has a malformed ${NAME} reference
+// or names a variable runtime.CheckEnvName refuses, or nil.
 func CheckTemplate(s string) error {
 	for rest := s; ; {
 		i := strings.Index(rest, "${")
@@ -119,8 +121,8 @@ func CheckTemplate(s string) error {
 		}
 		// Turnstile's own settings (the database DSN, the state keys) must
 		// never travel to an external server.
-		if strings.HasPrefix(strings.ToUpper(name), "TURNSTILE_") {
-			return fmt.Errorf("${%s}: Turnstile's own variables cannot be sent to an MCP server", name)
+		if err := runtime.CheckEnvName(name); err != nil {
+			return err
 		}
 		rest = after
 	}

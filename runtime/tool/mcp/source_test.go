@@ -80,6 +80,9 @@ func TestCanName(t *testing.T) {
 }
 
 func TestCheckTemplate(t *testing.T) {
+	// The words of runtime.CheckEnvName, which api_key_env and secret_env
+	// share.
+	const reserved = " is reserved: a configuration may not read Turnstile's own environment variables (TURNSTILE_*, HTTP_PROXY, HTTPS_PROXY, NO_PROXY)"
 	for s, want := range map[string]string{
 		"Bearer ${TOKEN}":         "",
 		"${A}${B_2}":              "",
@@ -87,8 +90,9 @@ func TestCheckTemplate(t *testing.T) {
 		"Bearer ${TOKEN":          "${ without a closing }",
 		"Bearer ${}":              "${} does not name an environment variable",
 		"Bearer ${TOKEN-NAME}":    "${TOKEN-NAME} does not name an environment variable",
-		"${TURNSTILE_DSN}":        "${TURNSTILE_DSN}: Turnstile's own variables cannot be sent to an MCP server",
-		"${turnstile_state_keys}": "${turnstile_state_keys}: Turnstile's own variables cannot be sent to an MCP server",
+		"${TURNSTILE_DSN}":        "TURNSTILE_DSN" + reserved,
+		"${turnstile_state_keys}": "turnstile_state_keys" + reserved,
+		"x ${HTTPS_PROXY}":        "HTTPS_PROXY" + reserved,
 	} {
 		err := mcp.CheckTemplate(s)
 		if got := fmt.Sprint(err); (want == "" && err != nil) || (want != "" && got != want) {
