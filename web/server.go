@@ -20,7 +20,7 @@ import (
 // Engine is what the web layer asks of the agent engine.
 type Engine interface {
 	Decide(ctx context.Context, req runtime.DecideRequest) (*runtime.Continuation, error)
-	DecideMany(ctx context.Context, reqs []runtime.DecideRequest) []runtime.Decided
+	DecideMany(ctx context.Context, reqs []runtime.DecideRequest, choose runtime.PathChooser) []runtime.Decided
 	SubmitInput(ctx context.Context, req runtime.InputRequest) (*runtime.Continuation, error)
 	Cancel(ctx context.Context, runID int64, actor runtime.Actor) (runtime.CancelResult, error)
 	Pending(ctx context.Context, actor runtime.Actor, q runtime.WaitingQuery) (runtime.PendingPage, error)
