@@ -142,6 +142,8 @@ type Server struct {
 	// at are the surfaces requests come from: how each is answered.
 	at    struct{ inbox, playground, api, page, history *surface }
 	guard *loginGuard
+	// userLimits count what each user has open (see userlimits.go).
+	userLimits *userLimits
 	// trustedProxies: see Deps.TrustedProxies.
 	trustedProxies []netip.Prefix
 	webhooks       Webhooks
@@ -153,7 +155,7 @@ func New(d Deps) *Server {
 	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, catalog: d.Catalog, events: d.Events, sessions: d.Sessions,
 		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout,
 		admission: newAdmission(d.DecisionPath, d.MaxContinuations, d.Workers), metrics: d.Metrics,
-		guard: newLoginGuard(), trustedProxies: d.TrustedProxies, webhooks: d.Webhooks, notReady: d.NotReady}
+		guard: newLoginGuard(), userLimits: newUserLimits(), trustedProxies: d.TrustedProxies, webhooks: d.Webhooks, notReady: d.NotReady}
 	if s.keepalive <= 0 {
 		s.keepalive = DefaultKeepalive
 	}
@@ -216,7 +218,7 @@ func (s *Server) Handler() http.Handler {
 	r.GET("/api/runs", s.api(runtime.ScopeRunRead, s.apiRuns))
 	r.GET("/api/runs/:id", s.api(runtime.ScopeRunRead, s.apiRun))
 	r.DELETE("/api/runs/:id", s.api(runtime.ScopeRunCancel, s.apiCancel))
-	r.GET("/api/runs/:id/events", s.api(runtime.ScopeRunRead, s.apiEvents))
+	r.GET("/api/runs/:id/events", s.apiStream(runtime.ScopeRunRead, s.apiEvents))
 	r.POST("/api/runs/:id/decisions", s.api(runtime.ScopeRunDecide, s.apiDecide))
 	r.POST("/api/runs/:id/input", s.api(runtime.ScopeRunDecide, s.apiInput))
 	r.POST("/api/decisions", s.api(runtime.ScopeRunDecide, s.apiBulk))
