@@ -104,6 +104,11 @@ type Deps struct {
 	// MaxContinuations bounds the continuations running inside requests
 	// (512 when zero).
 	MaxContinuations int
+	// MaxUserRequests and MaxUserStreams bound the API requests, and apart
+	// from them the streams, one user may have open at once in this process
+	// (see userlimits.go): DefaultMaxUserRequests and DefaultMaxUserStreams
+	// when zero, no bound when negative.
+	MaxUserRequests, MaxUserStreams int
 	// Workers tells whether a worker is alive to take durable decisions.
 	Workers WorkerCheck
 	// Metrics are served at GET /metrics and count what the server does;
@@ -155,7 +160,7 @@ func New(d Deps) *Server {
 	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, catalog: d.Catalog, events: d.Events, sessions: d.Sessions,
 		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout,
 		admission: newAdmission(d.DecisionPath, d.MaxContinuations, d.Workers), metrics: d.Metrics,
-		guard: newLoginGuard(), userLimits: newUserLimits(), trustedProxies: d.TrustedProxies, webhooks: d.Webhooks, notReady: d.NotReady}
+		guard: newLoginGuard(), userLimits: newUserLimits(d.MaxUserRequests, d.MaxUserStreams), trustedProxies: d.TrustedProxies, webhooks: d.Webhooks, notReady: d.NotReady}
 	if s.keepalive <= 0 {
 		s.keepalive = DefaultKeepalive
 	}

@@ -19,20 +19,12 @@ import (
 // decided, and a form weighs at most maxFormBytes. A refused stream of a
 // page's script falls back to the plain form post, as on any answer that
 // is not its stream.
-const (
-	maxUserRequests = 32
-	maxUserStreams  = 64
-)
 
-// errTooMany: see runtime.CodeTooManyRequests.
-func errTooMany(stream bool) error {
-	what, limit := "requests", maxUserRequests
-	if stream {
-		what, limit = "streams", maxUserStreams
-	}
-	return &runtime.Refusal{Code: runtime.CodeTooManyRequests,
-		Message: fmt.Sprintf("you have %d %s open at once, the most one user may; wait for one of them to end, then try again", limit, what)}
-}
+// The defaults of Deps.MaxUserRequests and Deps.MaxUserStreams.
+const (
+	DefaultMaxUserRequests = 32
+	DefaultMaxUserStreams  = 64
+)
 
 // openKey is what is counted: a user's requests, or their streams.
 type openKey struct {
@@ -44,23 +36,43 @@ type openKey struct {
 // its count is above 0, so the map holds no more entries than there are
 // requests open.
 type userLimits struct {
+	requests, streams int // the most of each; 0: no bound
+
 	mu   sync.Mutex
 	open map[openKey]int
 }
 
-func newUserLimits() *userLimits { return &userLimits{open: map[openKey]int{}} }
+// newUserLimits bounds requests and streams as Deps says: the default for
+// 0, no bound for less.
+func newUserLimits(requests, streams int) *userLimits {
+	bound := func(n, def int) int {
+		switch {
+		case n == 0:
+			return def
+		case n < 0:
+			return 0
+		}
+		return n
+	}
+	return &userLimits{requests: bound(requests, DefaultMaxUserRequests), streams: bound(streams, DefaultMaxUserStreams),
+		open: map[openKey]int{}}
+}
+
+func (l *userLimits) limit(stream bool) int {
+	if stream {
+		return l.streams
+	}
+	return l.requests
+}
 
 // acquire counts a request or a stream of a user, unless they have the
 // most open already; release (once, however often it is called) ends it.
 func (l *userLimits) acquire(user int64, stream bool) (release func(), ok bool) {
 	k := openKey{user: user, stream: stream}
-	limit := maxUserRequests
-	if stream {
-		limit = maxUserStreams
-	}
+	limit := l.limit(stream)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.open[k] >= limit {
+	if limit > 0 && l.open[k] >= limit {
 		return func() {}, false
 	}
 	l.open[k]++
@@ -95,7 +107,12 @@ func (s *Server) admitUser(r *http.Request, user int64, streams bool) (release f
 	stream := streams || wantsStream(r)
 	release, ok := s.userLimits.acquire(user, stream)
 	if !ok {
-		return release, errTooMany(stream)
+		what := "requests"
+		if stream {
+			what = "streams"
+		}
+		return release, &runtime.Refusal{Code: runtime.CodeTooManyRequests, Message: fmt.Sprintf(
+			"you have %d %s open at once, the most one user may; wait for one of them to end, then try again", s.userLimits.limit(stream), what)}
 	}
 	return release, nil
 }

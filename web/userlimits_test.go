@@ -184,3 +184,39 @@ func TestAPIRequestsPerUser(t *testing.T) {
 		})
 	}
 }
+
+// TestUserLimitsBounds: zero takes the defaults, a negative bound none, and
+// each user's requests and streams are counted apart.
+func TestUserLimitsBounds(t *testing.T) {
+	tests := []struct {
+		name                   string
+		requests, streams      int
+		wantRequests, wantStrm int // the most each user gets; -1: no bound within 1,000
+	}{
+		{"defaults", 0, 0, DefaultMaxUserRequests, DefaultMaxUserStreams},
+		{"no bound", -1, -1, -1, -1},
+		{"chosen", 2, 3, 2, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newUserLimits(tt.requests, tt.streams)
+			for _, c := range []struct {
+				stream bool
+				want   int
+			}{{false, tt.wantRequests}, {true, tt.wantStrm}} {
+				for _, user := range []int64{1, 2} {
+					got := 0
+					for got < 1000 {
+						if _, ok := l.acquire(user, c.stream); !ok {
+							break
+						}
+						got++
+					}
+					if want := c.want; (want < 0 && got != 1000) || (want >= 0 && got != want) {
+						t.Errorf("user %d, stream %v: %d admitted, want %d (-1: all 1,000)", user, c.stream, got, want)
+					}
+				}
+			}
+		})
+	}
+}

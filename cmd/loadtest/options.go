@@ -189,6 +189,10 @@ The server's RSS and CPU time, and a local database server's CPU time, are
 read from /proc (the processes listening on the ports of --url and --dsn,
 or --pid); the report gives the CPU time per decision.
 
+Every phase but signin and bulk-flood acts as one user, with more requests
+and streams open at once than a server allows one user by default: start
+the server with --max-user-requests 0 --max-user-streams 0.
+
 The server needs one file descriptor per stream: start it under
 "ulimit -n 65536" (Go raises the soft limit to the hard one by itself), and
 with a long --lease (e.g. 10m) so that 10,000 held continuations do not
