@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 )
@@ -119,5 +120,57 @@ func BenchmarkFullBulk(b *testing.B) {
 		if _, err := decodeBulk(body); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestDecodeBodyLimitsAndBytes: the limits every body has, a
+// json.RawMessage kept as sent, and UTF-8 checked across reads of one
+// byte each, a rune split between them included.
+func TestDecodeBodyLimitsAndBytes(t *testing.T) {
+	nested := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	many := "[" + strings.Repeat("0,", defaultLimits.values-3) + "0]" // the body's object, input, and its entries
+	tests := []struct {
+		name        string
+		body        string
+		wantErr     string // part of the refusal's message; "" for none
+		wantInput   string
+		wantReason  string
+		oneByteRead bool
+	}{
+		{name: "raw kept as sent", body: `{"input": { "b" : [1, 2], "a":"\u00e9" } }`, wantInput: `{ "b" : [1, 2], "a":"\u00e9" }`},
+		{name: "raw null", body: `{"input":null}`, wantInput: `null`},
+		// As runtime.DecodeStrict counts: the innermost array sits in the
+		// body's object and the arrays around it.
+		{name: "an array inside 64 arrays and objects", body: `{"input":` + nested(64) + `}`, wantInput: nested(64)},
+		{name: "inside 65", body: `{"input":` + nested(65) + `}`, wantErr: "nests deeper than 64 levels"},
+		{name: "a key twice inside raw", body: `{"input":{"a":{"b":1,"b":2}}}`, wantErr: "input.a.b is given twice"},
+		{name: "as many values as a body takes", body: `{"input":` + many + `}`, wantInput: many},
+		{name: "one value more", body: `{"input":[0,` + many[1:] + `}`, wantErr: "more than 10000 values"},
+		{name: "runes one byte at a time", body: `{"turn_digest":"é€😀"}`, wantReason: "é€😀", oneByteRead: true},
+		{name: "a rune cut by the end", body: "{\"turn_digest\":\"\xe2\x82", wantErr: "not valid UTF-8", oneByteRead: true},
+		{name: "a byte that starts no rune", body: "{\"turn_digest\":\"a\x80\"}", wantErr: "not valid UTF-8", oneByteRead: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var body io.Reader = strings.NewReader(tt.body)
+			if tt.oneByteRead {
+				body = iotest.OneByteReader(body)
+			}
+			var got inputBody
+			err := decodeJSON(&untouched{}, httptest.NewRequest(http.MethodPost, "/api/runs/1/input", body), &got)
+			if tt.wantErr != "" {
+				var ref *runtime.Refusal
+				if !errors.As(err, &ref) || ref.Code != runtime.CodeInvalidRequest || !strings.Contains(ref.Message, tt.wantErr) {
+					t.Fatalf("refusal %v, want invalid_request saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if string(got.Input) != tt.wantInput || got.TurnDigest != tt.wantReason {
+				t.Errorf("input %s, turn_digest %q; want %s and %q", got.Input, got.TurnDigest, tt.wantInput, tt.wantReason)
+			}
+		})
 	}
 }
