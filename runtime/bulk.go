@@ -39,15 +39,27 @@ type BulkStore interface {
 	ClaimMany(ctx context.Context, claims []Claim) []error
 }
 
+// PathChooser picks the paths of the claims a bulk is about to make, once
+// the checks that write nothing passed: n is how many runs passed them,
+// and paths has one path for each, in order. Its error refuses those n
+// runs with it, and nothing is claimed.
+type PathChooser func(n int) (paths []string, err error)
+
 // DecideMany runs the decision pipeline for each request on its own, as
 // Decide does, and returns one Decided per request, in order: a refusal
 // of one (Err a *Refusal, nothing written for it) never stops the others.
-// Each request names its own Path. The runs and their configurations are
-// read at once and the claims made in batches; a lost claim is classified
-// exactly as Decide's is. Requests must name distinct runs: a second
-// request for a run is refused with invalid_request, as is one that edits
-// arguments (a bulk edits no call: it would approve the call unedited).
-func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest) []Decided {
+// Each request names its own Path, unless choose is given: then choose
+// names them, once it is known which runs are to be claimed, so that a
+// caller who runs continuations in a bounded number of slots takes a slot
+// for each run it claims rather than one for each it was asked about. The
+// runs and their configurations are read at once and the claims made in
+// batches; a lost claim is classified exactly as Decide's is, and so,
+// without a claim, is the request of a run whose turn digest as read is
+// not the one sent (stale_turn, mostly). Requests must name distinct runs:
+// a second request for a run is refused with invalid_request, as is one
+// that edits arguments (a bulk edits no call: it would approve the call
+// unedited).
+func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest, choose PathChooser) []Decided {
 	out := make([]Decided, len(reqs))
 	pipes := make([]pipeline, len(reqs))
 	ids := make([]int64, 0, len(reqs))
@@ -80,11 +92,9 @@ func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest) []Decided
 		return out
 	}
 
-	// The checks that write nothing, each run on its own; then one batch
-	// of claims for those that passed.
-	var claims []Claim
-	var decisions []DecisionRecord
-	var at []int // the request of each claim
+	// The checks that write nothing, each run on its own; then the paths
+	// of those that passed, and one batch of claims for them.
+	var passed []int
 	for i, req := range reqs {
 		if out[i].Err != nil {
 			continue
@@ -102,6 +112,38 @@ func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest) []Decided
 			out[i].Err = err
 			continue
 		}
+		if r.Run.TurnDigest != req.Digest {
+			// Its claim, guarded by the digest, could only be lost: it is
+			// classified as a lost claim is, without one, so that it
+			// takes no path (and no slot of the caller's) at all.
+			out[i].Err = p.claimFailed(ctx, ErrClaimLost)
+			continue
+		}
+		passed = append(passed, i)
+	}
+	if len(passed) == 0 {
+		return out
+	}
+	if choose != nil {
+		paths, err := choose(len(passed))
+		if err == nil && len(paths) != len(passed) {
+			err = fmt.Errorf("runtime: bulk decision: %d paths for %d claims", len(paths), len(passed))
+		}
+		if err != nil {
+			for _, i := range passed {
+				out[i].Err = err
+			}
+			return out
+		}
+		for k, i := range passed {
+			pipes[i].path = paths[k]
+		}
+	}
+	var claims []Claim
+	var decisions []DecisionRecord
+	var at []int // the request of each claim
+	for _, i := range passed {
+		req, p := reqs[i], &pipes[i]
 		d := DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}
 		standing, err := p.standing(d)
 		if err != nil {

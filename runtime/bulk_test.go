@@ -42,7 +42,7 @@ func TestDecideManyRefusesEachOnItsOwn(t *testing.T) {
 	add(good[3].RunID, good[3].Digest)
 	reqs[len(reqs)-1].Path = runtime.PathDurable
 
-	res := f.Engine.DecideMany(ctx, reqs)
+	res := f.Engine.DecideMany(ctx, reqs, nil)
 	if len(res) != len(reqs) {
 		t.Fatalf("got %d results for %d requests", len(res), len(reqs))
 	}
@@ -91,7 +91,7 @@ func TestDecideManyTakesNoEdits(t *testing.T) {
 	before := f.State(t, paused.RunID)
 	res := f.Engine.DecideMany(context.Background(), []runtime.DecideRequest{{RunID: paused.RunID, Digest: paused.Digest,
 		Decision: runtime.DecisionApprove, Scope: runtime.ScopeSession, Actor: f.approver, Path: runtime.PathRequest,
-		Arguments: edit(paused, fmt.Sprintf(`{"order_id":%q,"amount_cents":1}`, order))}})
+		Arguments: edit(paused, fmt.Sprintf(`{"order_id":%q,"amount_cents":1}`, order))}}, nil)
 	if len(res) != 1 || runtime.CodeOf(res[0].Err) != runtime.CodeInvalidRequest || res[0].Continuation != nil {
 		t.Fatalf("a bulk with an edit = %+v, want it refused with invalid_request", res)
 	}
@@ -120,7 +120,7 @@ func TestDecideManyRacingSingles(t *testing.T) {
 		}()
 	}
 	close(start)
-	res := f.Engine.DecideMany(ctx, reqs)
+	res := f.Engine.DecideMany(ctx, reqs, nil)
 	wins := 0
 	for _, r := range res {
 		switch {
@@ -195,7 +195,7 @@ func BenchmarkBulkDurable(b *testing.B) {
 				Actor: f.approver, Path: runtime.PathDurable}
 		}
 		start := time.Now()
-		res := f.Engine.DecideMany(ctx, reqs)
+		res := f.Engine.DecideMany(ctx, reqs, nil)
 		total += time.Since(start)
 		for _, r := range res {
 			if r.Err != nil {
@@ -206,4 +206,56 @@ func BenchmarkBulkDurable(b *testing.B) {
 	}
 	b.ReportMetric(float64(decided)/total.Seconds(), "decisions/s")
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs/bulk")
+}
+
+// A bulk's paths chosen once its checks passed: the chooser is asked once,
+// for the runs about to be claimed only (not at all when none is), and
+// each claim takes its path; a chooser's error refuses those runs with
+// nothing claimed.
+func TestDecideManyChoosesPathsAfterTheChecks(t *testing.T) {
+	f := newFixture(t, 0, refundYAML)
+	ctx := context.Background()
+	x, _ := f.start(t, "refund", runtime.OriginInteractive)
+	y, _ := f.start(t, "refund", runtime.OriginInteractive)
+	stale := strings.Repeat("0", 64)
+	req := func(id int64, digest string) runtime.DecideRequest {
+		return runtime.DecideRequest{RunID: id, Digest: digest, Decision: runtime.DecisionApprove, Actor: f.approver}
+	}
+	var asked []int
+	choose := func(paths ...string) runtime.PathChooser {
+		return func(n int) ([]string, error) {
+			asked = append(asked, n)
+			return paths, nil
+		}
+	}
+
+	f.Engine.DecideMany(ctx, []runtime.DecideRequest{req(x.RunID, stale), req(999999, stale)}, choose())
+	if len(asked) != 0 {
+		t.Errorf("chooser asked for %v with every run refused, want it not asked", asked)
+	}
+
+	busy := &runtime.Refusal{Code: "busy", Message: "no slot"}
+	res := f.Engine.DecideMany(ctx, []runtime.DecideRequest{req(x.RunID, x.Digest), req(y.RunID, stale)},
+		func(n int) ([]string, error) { return nil, busy })
+	if res[0].Err != busy || runtime.CodeOf(res[1].Err) != runtime.CodeStaleTurn {
+		t.Errorf("results %v, %v; want the chooser's refusal for the run that passed, stale_turn for the other", res[0].Err, res[1].Err)
+	}
+	if r := f.Run(t, x.RunID); r.Status != runtime.StatusWaitingForApproval || len(f.Decisions(t, x.RunID)) != 0 {
+		t.Errorf("run %d after the chooser refused: %s, %d decisions; want it waiting, undecided", x.RunID, r.Status, len(f.Decisions(t, x.RunID)))
+	}
+
+	res = f.Engine.DecideMany(ctx, []runtime.DecideRequest{req(x.RunID, x.Digest), req(999999, stale), req(y.RunID, y.Digest)},
+		choose(runtime.PathDurable, runtime.PathRequest))
+	if len(asked) != 1 || asked[0] != 2 {
+		t.Fatalf("chooser asked for %v, want once for the 2 runs that passed the checks", asked)
+	}
+	if res[0].Err != nil || res[0].Continuation != nil || f.Run(t, x.RunID).Status != runtime.StatusDecided {
+		t.Errorf("first claim: %v, continuation %v, run %s; want it durable (decided)", res[0].Err, res[0].Continuation, f.Run(t, x.RunID).Status)
+	}
+	if res[2].Err != nil || res[2].Continuation == nil {
+		t.Fatalf("second claim: %v, continuation %v; want it in the request", res[2].Err, res[2].Continuation)
+	}
+	if out := res[2].Continuation.Run(ctx, nil); out.Status != runtime.StatusCompleted {
+		t.Errorf("run %d: %s (%v), want completed", out.RunID, out.Status, out.Err)
+	}
 }

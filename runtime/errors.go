@@ -27,6 +27,14 @@ const (
 	CodeInvalidRequest        Code = "invalid_request"
 )
 
+// Refusals of every surface, not of the pipeline.
+const (
+	// CodeTooManyRequests: the caller has as many requests, or as many
+	// streams, open at once as one user may; nothing of this one was read
+	// or written. It may be sent again once one of them has ended.
+	CodeTooManyRequests Code = "too_many_requests"
+)
+
 // Refusal is the one error type the engine returns for a request it will not
 // carry out. Nothing was written when a Refusal is returned.
 type Refusal struct {

@@ -11,9 +11,9 @@ import (
 	"strings"
 )
 
-// maxJSONDepth bounds how deeply a value a person sends may nest: deeper
+// MaxJSONDepth bounds how deeply a value a person sends may nest: deeper
 // than any form or schema needs, far below what would cost real stack.
-const maxJSONDepth = 64
+const MaxJSONDepth = 64
 
 // JSONError says what is wrong with a JSON value a person sent, and where.
 type JSONError struct {
@@ -50,8 +50,8 @@ func DecodeStrict(doc []byte) (any, error) {
 }
 
 func decodeValue(dec *json.Decoder, path []string) (any, error) {
-	if len(path) > maxJSONDepth {
-		return nil, &JSONError{Path: path, Problem: fmt.Sprintf("nests deeper than %d levels", maxJSONDepth)}
+	if len(path) > MaxJSONDepth {
+		return nil, &JSONError{Path: path, Problem: fmt.Sprintf("nests deeper than %d levels", MaxJSONDepth)}
 	}
 	tok, err := dec.Token()
 	if err != nil {

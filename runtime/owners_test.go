@@ -126,7 +126,7 @@ func TestRunsOfAGoneOwnerAreNeitherDecidedNorContinued(t *testing.T) {
 		t.Errorf("approving a run whose owner is gone: %v, want not_waiting", err)
 	}
 	res := f.Engine.DecideMany(ctx, []runtime.DecideRequest{{RunID: waiting.RunID, Digest: waiting.Digest,
-		Decision: runtime.DecisionApprove, Actor: f.approver, Path: runtime.PathDurable}})
+		Decision: runtime.DecisionApprove, Actor: f.approver, Path: runtime.PathDurable}}, nil)
 	if len(res) != 1 || runtime.CodeOf(res[0].Err) != runtime.CodeNotWaiting {
 		t.Errorf("a bulk approval of it = %+v; want not_waiting", res)
 	}

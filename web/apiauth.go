@@ -21,9 +21,28 @@ type apiHandle func(w http.ResponseWriter, r *http.Request, ps httprouter.Params
 // alone: 401 unless it is a valid token, 403 when the token lacks the
 // scope. Without the header, a signed-in session may do everything its
 // user may; 401 otherwise.
+//
+// Then it counts the request against what its user may have open at once
+// (admitUser): 429 too_many_requests beyond.
 func (s *Server) api(scope string, h apiHandle) httprouter.Handle {
+	return s.apiRoute(scope, false, h)
+}
+
+// apiStream is api for a route that always answers with a stream, counted
+// as one whatever the client accepts.
+func (s *Server) apiStream(scope string, h apiHandle) httprouter.Handle {
+	return s.apiRoute(scope, true, h)
+}
+
+func (s *Server) apiRoute(scope string, streams bool, h apiHandle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		actor, err := s.apiActor(w, r, scope)
+		if err != nil {
+			s.refuse(w, r, s.at.api, 0, err)
+			return
+		}
+		release, err := s.admitUser(r, actor.ID, streams)
+		defer release()
 		if err != nil {
 			s.refuse(w, r, s.at.api, 0, err)
 			return

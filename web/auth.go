@@ -51,7 +51,9 @@ func currentUser(r *http.Request) *runtime.User {
 }
 
 // signedIn lets signed-in users through and sends everyone else to the
-// sign-in page.
+// sign-in page. A stream a page's script asks for counts against what its
+// user may have open at once (admitUser), as the API's do: 429 beyond,
+// before the form is read.
 func (s *Server) signedIn(h httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		id := s.sessions.GetInt64(r.Context(), sessionUser)
@@ -69,6 +71,14 @@ func (s *Server) signedIn(h httprouter.Handle) httprouter.Handle {
 		if err != nil {
 			s.refuse(w, r, s.at.page, 0, err)
 			return
+		}
+		if wantsStream(r) {
+			release, err := s.admitUser(r, u.ID, true)
+			defer release()
+			if err != nil {
+				s.refuse(w, r, s.at.page, 0, err)
+				return
+			}
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), userKey, u)), ps)
 	}

@@ -25,7 +25,10 @@ import (
 // slots, those beyond them on the durable path while a worker lives, else
 // each as a slot frees up. Without a stream the durable path takes them
 // all while a worker lives, else they run in the request, and the answer
-// counts what was claimed and refused.
+// counts what was claimed and refused. The paths are chosen, and the
+// slots taken, once every run's checks are done: a slot for each run
+// about to be claimed, none for the runs refused (and those of a claim
+// lost go back at once).
 
 // codeInvalidBulk: the bulk itself is malformed; nothing was decided.
 const codeInvalidBulk runtime.Code = "invalid_bulk"
@@ -103,7 +106,7 @@ func (s *Server) apiBulk(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	s.decideMany(w, r, s.at.api, reqs)
 }
 
-// bulkPaths chooses the path of every run of a bulk before anything is
+// bulkPaths chooses the paths of the n runs of a bulk about to be
 // claimed, and takes the slots of those that run in the request now; see
 // the comment at the top. It returns errBusy when no run could go
 // anywhere: no slot is free and no worker lives.
@@ -138,15 +141,19 @@ func (s *Server) bulkPaths(ctx context.Context, n int, stream bool) (paths []str
 // decideMany carries a bulk through the pipeline and answers it on sf.
 func (s *Server) decideMany(w http.ResponseWriter, r *http.Request, sf *surface, reqs []runtime.DecideRequest) {
 	stream := wantsStream(r)
-	paths, held, err := s.bulkPaths(r.Context(), len(reqs), stream)
-	if err != nil {
-		s.refuse(w, r, sf, 0, err)
+	var held []func()
+	var busy error
+	res := s.engine.DecideMany(r.Context(), reqs, func(n int) ([]string, error) {
+		paths, h, err := s.bulkPaths(r.Context(), n, stream)
+		held, busy = h, err
+		return paths, err
+	})
+	if busy != nil {
+		// Nothing was claimed: the bulk is refused whole, as it would be
+		// had it named only the runs that passed their checks.
+		s.refuse(w, r, sf, 0, busy)
 		return
 	}
-	for i := range reqs {
-		reqs[i].Path = paths[i]
-	}
-	res := s.engine.DecideMany(r.Context(), reqs)
 
 	var claimed []int64
 	var refused []refusedJSON

@@ -66,6 +66,18 @@ type bulkBody struct {
 	Decisions []bulkEntryJSON `json:"decisions"`
 }
 
+// bodyLimits stop reading a bulk at its entry MaxBulk+1: what follows is
+// never read, however much of the body it is.
+func (bulkBody) bodyLimits() bodyLimits {
+	l := defaultLimits
+	l.entries = runtime.MaxBulk
+	l.tooMany = func(path string, limit int) error {
+		return invalidBulk("a bulk decides at most %d runs at once; this one has an entry %d (%s[%d]) and was read no further",
+			limit, limit+1, path, limit)
+	}
+	return l
+}
+
 type bulkEntryJSON struct {
 	RunID      int64  `json:"run_id"`
 	TurnDigest string `json:"turn_digest"`

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -32,17 +33,19 @@ func (u *untouched) Write(b []byte) (int, error) { u.wrote = true; return len(b)
 func (u *untouched) WriteHeader(int)             { u.wrote = true }
 
 // FuzzDecodeJSON feeds arbitrary bodies to decodeJSON for each request
-// body of the API. It may refuse only with invalid_request or errTooLarge,
-// writes nothing, and accepts exactly what encoding/json reads strictly:
-// valid UTF-8, one JSON object (or null, which leaves the body empty for
-// the route to refuse, as TestAPIBadInput pins) and no unknown field —
-// with each key given once (runtime.DecodeStrict, tested on its own) and
-// in its field's exact case.
+// body of the API. It may refuse only with invalid_request (invalid_bulk
+// for a bulk over its limit) or errTooLarge, writes nothing, and accepts
+// exactly what encoding/json reads strictly: valid UTF-8, one JSON object
+// (or null, which leaves the body empty for the route to refuse, as
+// TestAPIBadInput pins) and no unknown field — with each key given once
+// (runtime.DecodeStrict, tested on its own), in its field's exact case at
+// every depth, and within the body's limits.
 func FuzzDecodeJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkDecodeJSON[decisionBody](t, body)
 		checkDecodeJSON[inputBody](t, body)
 		checkDecodeJSON[startBody](t, body)
+		checkDecodeJSON[bulkBody](t, body)
 	})
 }
 
@@ -63,8 +66,8 @@ func checkDecodeJSON[T any](t *testing.T, body []byte) {
 			if len(body) <= maxAPIBytes {
 				t.Fatalf("decodeJSON[%T](%q) = errTooLarge for %d bytes, at most %d", got, body, len(body), maxAPIBytes)
 			}
-		case !errors.As(err, &ref) || ref.Code != runtime.CodeInvalidRequest:
-			t.Fatalf("decodeJSON[%T](%q) = %#v, want a refusal invalid_request or errTooLarge", got, body, err)
+		case !errors.As(err, &ref) || (ref.Code != runtime.CodeInvalidRequest && ref.Code != codeInvalidBulk):
+			t.Fatalf("decodeJSON[%T](%q) = %#v, want a refusal invalid_request (or invalid_bulk) or errTooLarge", got, body, err)
 		case ref.Message == "" || !utf8.ValidString(ref.Message):
 			t.Fatalf("decodeJSON[%T](%q) refused with the message %q, want readable text", got, body, ref.Message)
 		}
@@ -104,22 +107,98 @@ func strictDecode[T any](body []byte) (v T, why string) {
 	if _, err := dec.Token(); err != io.EOF {
 		return v, "has more after its JSON value"
 	}
-	if _, err := runtime.DecodeStrict(body); err != nil {
+	tree, err := runtime.DecodeStrict(body)
+	if err != nil {
 		return v, "gives a key twice or nests too deeply: " + err.Error()
 	}
-	var keys map[string]json.RawMessage
-	if json.Unmarshal(body, &keys) == nil {
-		exact := map[string]bool{}
-		for f := range reflect.TypeFor[T]().Fields() {
-			exact[strings.Split(f.Tag.Get("json"), ",")[0]] = true
+	if k := inexactKey(tree, reflect.TypeFor[T]()); k != "" {
+		return v, "names a field in another case: " + k
+	}
+	limits := defaultLimits
+	if b, ok := any(&v).(limitedBody); ok {
+		limits = b.bodyLimits()
+	}
+	if n := countValues(tree); n > limits.values {
+		return v, fmt.Sprintf("holds %d values, more than %d", n, limits.values)
+	}
+	if n := mostEntries(tree); limits.entries > 0 && n > limits.entries {
+		return v, fmt.Sprintf("has an array or object of %d entries, more than %d", n, limits.entries)
+	}
+	return v, ""
+}
+
+// inexactKey is a key of a decoded tree that names no field of the struct
+// it decodes into by its exact name (a field's name in another case, as
+// encoding/json matches them), at any depth; "" when there is none.
+func inexactKey(tree any, t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct:
+		m, _ := tree.(map[string]any)
+		for k, e := range m {
+			var ft reflect.Type
+			for f := range t.Fields() {
+				if strings.Split(f.Tag.Get("json"), ",")[0] == k {
+					ft = f.Type
+				}
+			}
+			if ft == nil {
+				return k
+			}
+			if bad := inexactKey(e, ft); bad != "" {
+				return bad
+			}
 		}
-		for k := range keys {
-			if !exact[k] {
-				return v, "names a field in another case: " + k
+	case reflect.Slice:
+		a, _ := tree.([]any)
+		for _, e := range a {
+			if bad := inexactKey(e, t.Elem()); bad != "" {
+				return bad
+			}
+		}
+	case reflect.Map:
+		m, _ := tree.(map[string]any)
+		for _, e := range m {
+			if bad := inexactKey(e, t.Elem()); bad != "" {
+				return bad
 			}
 		}
 	}
-	return v, ""
+	return ""
+}
+
+// countValues counts a decoded tree's values: itself, and every value of
+// its objects and arrays at any depth.
+func countValues(tree any) int {
+	n := 1
+	switch tree := tree.(type) {
+	case map[string]any:
+		for _, e := range tree {
+			n += countValues(e)
+		}
+	case []any:
+		for _, e := range tree {
+			n += countValues(e)
+		}
+	}
+	return n
+}
+
+// mostEntries is the most entries of an object or array in a decoded tree.
+func mostEntries(tree any) int {
+	most := 0
+	switch tree := tree.(type) {
+	case map[string]any:
+		most = len(tree)
+		for _, e := range tree {
+			most = max(most, mostEntries(e))
+		}
+	case []any:
+		most = len(tree)
+		for _, e := range tree {
+			most = max(most, mostEntries(e))
+		}
+	}
+	return most
 }
 
 // TestDecodeJSONLimit covers the one kind of bad body the fuzzer does not

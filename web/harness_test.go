@@ -91,7 +91,8 @@ tools: [lookup_order, refund_order]
 // "password", and the server in front of its engine.
 type testApp struct {
 	*testrig.World
-	srv *httptest.Server
+	srv    *httptest.Server
+	server *web.Server
 }
 
 const testPassword = "password"
@@ -137,7 +138,7 @@ func newAppWith(t testing.TB, keepalive time.Duration, e appEngine, options ...f
 	if err := m.WatchSlots(server); err != nil {
 		t.Fatal(err)
 	}
-	a := &testApp{World: w, srv: httptest.NewServer(server.Handler())}
+	a := &testApp{World: w, srv: httptest.NewServer(server.Handler()), server: server}
 	t.Cleanup(a.srv.Close)
 	return a
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 	"reflect"
 	"regexp"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -21,106 +18,41 @@ import (
 // maxAPIBytes bounds every JSON API body.
 const maxAPIBytes = 1 << 20
 
-// decodeJSON reads a JSON body strictly: at most maxAPIBytes, valid UTF-8,
-// no unknown fields, no trailing data. Its errors are refusals a person can
-// act on.
+// decodeJSON reads a JSON body into dst strictly, once, as it arrives (see
+// decodeBody): at most maxAPIBytes, valid UTF-8, no unknown fields, no key
+// twice or in another case than its field's, no trailing data, within the
+// body's limits (limitedBody, else defaultLimits). Its errors are
+// refusals a person can act on, but for a body struct it cannot fill.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAPIBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errTooLarge
-		}
-		return invalid("the body could not be read")
+	limits := defaultLimits
+	if b, ok := dst.(limitedBody); ok {
+		limits = b.bodyLimits()
 	}
-	if !utf8.Valid(body) {
-		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body is not valid UTF-8"}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body is not the JSON this route takes: " + jsonProblem(err)}
-	}
-	// More would miss a stray ] or }: only the end of the body may follow.
-	if _, err := dec.Token(); err != io.EOF {
-		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body has data after its JSON object"}
-	}
-	// encoding/json keeps the last of two equal keys and matches field
-	// names without regard to case: read again, strictly, so that what
-	// was decoded is the only reading the body has.
-	tree, err := runtime.DecodeStrict(body)
-	if err != nil {
-		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body is not the JSON this route takes: " + err.Error()}
-	}
-	if field := inexactField(tree, reflect.TypeOf(dst)); field != "" {
-		return &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: "the body is not the JSON this route takes: " +
-			jsonProblem(fmt.Errorf("json: unknown field %q", field))}
-	}
-	return nil
-}
-
-// inexactField returns a key of v that names a field of t only when case
-// is ignored, or "" when every key of every object decoded into a struct
-// is its field's exact name. v is what DecodeStrict read.
-func inexactField(v any, t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return ""
-		}
-		fields := map[string]reflect.Type{}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "" {
-				name = f.Name
-			}
-			fields[name] = f.Type
-		}
-		for k, e := range m {
-			ft, ok := fields[k]
-			if !ok {
-				return k
-			}
-			if bad := inexactField(e, ft); bad != "" {
-				return bad
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		a, _ := v.([]any)
-		for _, e := range a {
-			if bad := inexactField(e, t.Elem()); bad != "" {
-				return bad
-			}
-		}
-	}
-	return ""
-}
-
-// jsonProblem says what is wrong with a JSON body in words.
-func jsonProblem(err error) string {
+	err := decodeBody(&utf8Reader{r: http.MaxBytesReader(w, r.Body, maxAPIBytes)}, dst, limits)
+	var tooLarge *http.MaxBytesError
+	var ref *runtime.Refusal
+	var strict *runtime.JSONError
 	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
+	var mistake *bodyTypeError
 	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &tooLarge):
+		return errTooLarge
+	case errors.Is(err, errNotUTF8):
+		return invalid("the body is not valid UTF-8")
+	case errors.As(err, &ref), errors.As(err, &mistake):
+		return err
+	case errors.As(err, &strict):
+		return invalidBody(strict.Error())
 	case errors.As(err, &syntax):
-		return fmt.Sprintf("malformed JSON at byte %d", syntax.Offset)
-	case errors.As(err, &typ) && typ.Field == "":
-		return fmt.Sprintf("the body must be a JSON object, not %s", typ.Value)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("field %q must be %s, not %s", typ.Field, jsonType(typ.Type.Kind()), typ.Value)
+		return invalidBody(fmt.Sprintf("malformed JSON at byte %d", syntax.Offset))
 	case errors.Is(err, io.EOF):
-		return "the body is empty; send a JSON object"
+		return invalidBody("the body is empty; send a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "the JSON ends too early"
+		return invalidBody("the JSON ends too early")
 	}
-	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return fmt.Sprintf("unknown field %s; this route takes only the fields its documentation names (GET /api/openapi.json)", field)
-	}
-	return err.Error()
+	return invalid("the body could not be read")
 }
 
 // jsonType names a Go kind as JSON calls it.

@@ -52,7 +52,8 @@ func routeKey(method, path string) string {
 }
 
 // sourceRoutes finds every /api route the package registers: calls like
-// r.GET("/api/…", s.api(runtime.ScopeRunRead, …)) in its non-test files.
+// r.GET("/api/…", s.api(runtime.ScopeRunRead, …)) (or s.apiStream) in its
+// non-test files.
 func sourceRoutes(t *testing.T) map[string]string {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
@@ -102,7 +103,7 @@ func sourceRoutes(t *testing.T) map[string]string {
 			}
 			scope := ""
 			if h, ok := args[1].(*ast.CallExpr); ok && len(h.Args) == 2 {
-				if fn, ok := h.Fun.(*ast.SelectorExpr); ok && fn.Sel.Name == "api" {
+				if fn, ok := h.Fun.(*ast.SelectorExpr); ok && (fn.Sel.Name == "api" || fn.Sel.Name == "apiStream") {
 					if sc, ok := h.Args[0].(*ast.SelectorExpr); ok {
 						scope = scopeConstants[sc.Sel.Name]
 						if scope == "" {

@@ -71,6 +71,7 @@ var answers = map[runtime.Code]answer{
 	codeInternal:                      {html: http.StatusInternalServerError, api: http.StatusInternalServerError},
 	codeUnauthorized:                  {html: http.StatusUnauthorized, api: http.StatusUnauthorized},
 	codeInsufficientScope:             {html: http.StatusForbidden, api: http.StatusForbidden},
+	runtime.CodeTooManyRequests:       {html: http.StatusTooManyRequests, api: http.StatusTooManyRequests},
 }
 
 // errBusy: see codeBusy.
@@ -105,8 +106,13 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sf *surface, id 
 	if ref.Code != codeInternal && sf.name != "" {
 		s.metrics.Refused(sf.name, string(ref.Code))
 	}
-	if ref.Code == codeBusy || ref.Code == codeNotReady {
+	switch ref.Code {
+	case codeBusy, codeNotReady:
 		w.Header().Set("Retry-After", "5")
+	case runtime.CodeTooManyRequests:
+		// Nothing tells when one of the user's requests ends; a second is
+		// short enough for a client that retries.
+		w.Header().Set("Retry-After", "1")
 	}
 	if !sf.html(r) {
 		e := map[string]any{"code": ref.Code, "message": ref.Message}
@@ -168,6 +174,7 @@ var errorTexts = map[int][2]string{
 	http.StatusRequestEntityTooLarge: {"Too large", "What you sent is larger than this form takes."},
 	http.StatusInternalServerError:   {"Something went wrong", "Something went wrong on our side. It has been logged; try again in a moment."},
 	http.StatusServiceUnavailable:    {"Busy", "The server is busy. Try again in a moment."},
+	http.StatusTooManyRequests:       {"Too many requests", "You have too many requests open at once. Wait for one of them to end, then try again."},
 }
 
 // errorPage renders the error page for a status.

@@ -20,7 +20,7 @@ import (
 // Engine is what the web layer asks of the agent engine.
 type Engine interface {
 	Decide(ctx context.Context, req runtime.DecideRequest) (*runtime.Continuation, error)
-	DecideMany(ctx context.Context, reqs []runtime.DecideRequest) []runtime.Decided
+	DecideMany(ctx context.Context, reqs []runtime.DecideRequest, choose runtime.PathChooser) []runtime.Decided
 	SubmitInput(ctx context.Context, req runtime.InputRequest) (*runtime.Continuation, error)
 	Cancel(ctx context.Context, runID int64, actor runtime.Actor) (runtime.CancelResult, error)
 	Pending(ctx context.Context, actor runtime.Actor, q runtime.WaitingQuery) (runtime.PendingPage, error)
@@ -104,6 +104,11 @@ type Deps struct {
 	// MaxContinuations bounds the continuations running inside requests
 	// (512 when zero).
 	MaxContinuations int
+	// MaxUserRequests and MaxUserStreams bound the API requests, and apart
+	// from them the streams, one user may have open at once in this process
+	// (see userlimits.go): DefaultMaxUserRequests and DefaultMaxUserStreams
+	// when zero, no bound when negative.
+	MaxUserRequests, MaxUserStreams int
 	// Workers tells whether a worker is alive to take durable decisions.
 	Workers WorkerCheck
 	// Metrics are served at GET /metrics and count what the server does;
@@ -146,6 +151,8 @@ type Server struct {
 	// at are the surfaces requests come from: how each is answered.
 	at    struct{ inbox, playground, api, page, history *surface }
 	guard *loginGuard
+	// userLimits count what each user has open (see userlimits.go).
+	userLimits *userLimits
 	// trustedProxies: see Deps.TrustedProxies.
 	trustedProxies []netip.Prefix
 	webhooks       Webhooks
@@ -158,8 +165,8 @@ func New(d Deps) *Server {
 	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, catalog: d.Catalog, events: d.Events, sessions: d.Sessions,
 		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout,
 		admission: newAdmission(d.DecisionPath, d.MaxContinuations, d.Workers), metrics: d.Metrics,
-		guard: newLoginGuard(), trustedProxies: d.TrustedProxies, webhooks: d.Webhooks, notReady: d.NotReady,
-		hsts: d.StrictTransportSecurity}
+		guard: newLoginGuard(), userLimits: newUserLimits(d.MaxUserRequests, d.MaxUserStreams), trustedProxies: d.TrustedProxies,
+		webhooks: d.Webhooks, notReady: d.NotReady, hsts: d.StrictTransportSecurity}
 	if s.keepalive <= 0 {
 		s.keepalive = DefaultKeepalive
 	}
@@ -222,7 +229,7 @@ func (s *Server) Handler() http.Handler {
 	r.GET("/api/runs", s.api(runtime.ScopeRunRead, s.apiRuns))
 	r.GET("/api/runs/:id", s.api(runtime.ScopeRunRead, s.apiRun))
 	r.DELETE("/api/runs/:id", s.api(runtime.ScopeRunCancel, s.apiCancel))
-	r.GET("/api/runs/:id/events", s.api(runtime.ScopeRunRead, s.apiEvents))
+	r.GET("/api/runs/:id/events", s.apiStream(runtime.ScopeRunRead, s.apiEvents))
 	r.POST("/api/runs/:id/decisions", s.api(runtime.ScopeRunDecide, s.apiDecide))
 	r.POST("/api/runs/:id/input", s.api(runtime.ScopeRunDecide, s.apiInput))
 	r.POST("/api/decisions", s.api(runtime.ScopeRunDecide, s.apiBulk))

@@ -21,9 +21,10 @@ const (
 	phaseFollowers = "followers"
 	phaseBurst     = "burst"
 	phaseSteps     = "steps"
+	phaseBulkFlood = "bulk-flood"
 )
 
-var allPhases = []string{phaseStreams, phaseFirstLine, phaseBurst, phaseDurable, phaseSignin, phaseFollowers, phaseSteps}
+var allPhases = []string{phaseStreams, phaseFirstLine, phaseBurst, phaseDurable, phaseSignin, phaseFollowers, phaseSteps, phaseBulkFlood}
 
 // defaultPhases run without --phases: signin only when named, for it
 // measures something else (the cost of an attack, not of decisions) and
@@ -84,6 +85,9 @@ type options struct {
 	stepsRuns   int
 	stepsCalls  int
 	stepsWindow time.Duration
+
+	bulkFloodN      int
+	bulkFloodRounds int
 
 	firstLineHold    time.Duration
 	setupConcurrency int
@@ -173,6 +177,14 @@ Markdown table of what it measured against the project's targets:
               server's and the database's CPU time per step in it. The
               server needs --max-continuations of at least --steps-runs.
               Not run by default: name it, --phases steps. Needs --dsn.
+  bulk-flood  what bulks of the largest body cost the server: --bulk-flood-n
+              POST /api/decisions of 1 MiB each, {"decisions":[{},{},…]}
+              (349,520 empty entries), from the one token, released in the
+              same instant; --bulk-flood-rounds times, each round when the
+              last one's answers arrived. Measures the server's RSS before
+              and at the peak (sampled every 10 ms at least) and the answers
+              (400 invalid_bulk; 429 with Retry-After; anything else
+              fails). Not run by default: name it, --phases bulk-flood.
 
 With --dsn (the server's database) it creates its user, a token, the load
 configurations and the waiting runs itself, in bulk; TURNSTILE_STATE_KEYS
@@ -184,6 +196,10 @@ and run:decide) and the configurations applied beforehand:
 The server's RSS and CPU time, and a local database server's CPU time, are
 read from /proc (the processes listening on the ports of --url and --dsn,
 or --pid); the report gives the CPU time per decision.
+
+Every phase but signin and bulk-flood acts as one user, with more requests
+and streams open at once than a server allows one user by default: start
+the server with --max-user-requests 0 --max-user-streams 0.
 
 The server needs one file descriptor per stream: start it under
 "ulimit -n 65536" (Go raises the soft limit to the hard one by itself), and
@@ -220,7 +236,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&o.token, "token", "", "bearer token (tst_…) with run:start and run:decide; created when --dsn is given and this is empty")
 	fs.StringVar(&o.dsn, "dsn", getenv("TURNSTILE_DSN"), "the server's MySQL DSN, to create the user, token, configurations and waiting runs directly [TURNSTILE_DSN]")
 	fs.StringVar(&o.user, "user", "loadtest", "with --dsn: the user that owns the runs and decides them (created when absent, with the approve grant and no password)")
-	phases := fs.String("phases", strings.Join(defaultPhases, ","), "comma-separated phases to run: streams, first-line, burst, durable, signin, followers, steps (burst, signin, followers and steps only when named)")
+	phases := fs.String("phases", strings.Join(defaultPhases, ","), "comma-separated phases to run: streams, first-line, burst, durable, signin, followers, steps, bulk-flood (burst, signin, followers, steps and bulk-flood only when named)")
 	fs.IntVar(&o.streams, "streams", 10000, "streams phase: concurrent streamed continuations")
 	fs.DurationVar(&o.hold, "hold", 90*time.Second, "streams phase: how long each continuation works silently after the approval (at most 120s)")
 	fs.IntVar(&o.openConcurrency, "open-concurrency", 256, "streams phase: decisions posted at once while the streams open (a stream frees its slot at its first line)")
@@ -247,6 +263,8 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.IntVar(&o.stepsRuns, "steps-runs", 2000, "steps phase: runs continuing at once")
 	fs.IntVar(&o.stepsCalls, "steps-calls", 100, "steps phase: slow_task calls of 0 s per run (a run records that many steps and 3 more)")
 	fs.DurationVar(&o.stepsWindow, "steps-window", 10*time.Second, "steps phase: the measuring window while every run continues")
+	fs.IntVar(&o.bulkFloodN, "bulk-flood-n", 40, "bulk-flood phase: bulks of 1 MiB posted at the same moment by the one user")
+	fs.IntVar(&o.bulkFloodRounds, "bulk-flood-rounds", 3, "bulk-flood phase: how many times, each after the last one's answers arrived")
 	fs.IntVar(&o.setupConcurrency, "setup-concurrency", 32, "runs started at once while preparing a phase")
 	fs.DurationVar(&o.firstLineHold, "first-line-hold", 2*time.Second, "first-line phase: how long each continuation works silently after its first line, so that a burst's continuations do not finish while the rest of it waits; in the steady part, each client posts about one decision per hold")
 	fs.StringVar(&o.printConfig, "print-config", "", "print the hold, first-line, quick or burst configuration as YAML for \"turnstile config apply\" (needed without --dsn), and exit")
@@ -330,7 +348,8 @@ func (o *options) validate() error {
 		{"--durable-n", o.durableN}, {"--burst-n", o.burstN},
 		{"--durable-concurrency", o.durableConcurrency}, {"--signin-n", o.signinN}, {"--signin-rounds", o.signinRounds},
 		{"--setup-concurrency", o.setupConcurrency}, {"--followers", o.followers}, {"--followed-runs", o.followedRuns},
-		{"--steps-runs", o.stepsRuns}, {"--steps-calls", o.stepsCalls}} {
+		{"--steps-runs", o.stepsRuns}, {"--steps-calls", o.stepsCalls},
+		{"--bulk-flood-n", o.bulkFloodN}, {"--bulk-flood-rounds", o.bulkFloodRounds}} {
 		if c.v < 1 {
 			return fmt.Errorf("%s must be at least 1, not %d", c.name, c.v)
 		}

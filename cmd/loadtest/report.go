@@ -49,6 +49,7 @@ type report struct {
 	signin    *signinResult
 	followers *followersResult
 	steps     *stepsResult
+	bulkFlood *bulkFloodResult
 }
 
 func (r *report) note(s string) { r.notes = append(r.notes, s) }
@@ -133,6 +134,9 @@ func (r *report) rows() []row {
 	}
 	if s := r.steps; s != nil {
 		rows = append(rows, s.rows()...)
+	}
+	if b := r.bulkFlood; b != nil {
+		rows = append(rows, b.rows()...)
 	}
 	return rows
 }
@@ -247,6 +251,9 @@ func (r *report) write(w io.Writer) {
 	}
 	if s := r.steps; s != nil {
 		fmt.Fprint(w, s.line())
+	}
+	if b := r.bulkFlood; b != nil {
+		fmt.Fprint(w, b.line())
 	}
 	for _, n := range r.notes {
 		fmt.Fprintf(w, "- note: %s\n", n)

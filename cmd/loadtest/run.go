@@ -110,6 +110,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			rep.followers = l.followersPhase(ctx)
 		case phaseSteps:
 			rep.steps = l.stepsPhase(ctx)
+		case phaseBulkFlood:
+			rep.bulkFlood = l.bulkFloodPhase(ctx)
 		case phaseSignin:
 			rep.signin = l.signinPhase(ctx)
 			if n := rep.signin.answers[http.StatusTooManyRequests]; n > 0 && o.signinTarget == signinFlood {

@@ -40,6 +40,8 @@ func serve(ctx context.Context, args []string, e env) error {
 	workers := fs.Int("workers", 2, "embedded worker loops (0 turns them off)")
 	decisionPath := fs.String("decision-path", web.PathAuto, "auto, request or durable: where a decision's continuation runs")
 	maxContinuations := fs.Int("max-continuations", 512, "most continuations running inside requests at once")
+	maxUserRequests := fs.Int("max-user-requests", web.DefaultMaxUserRequests, "most API requests one user may have open at once in this process, streams apart (0: no limit)")
+	maxUserStreams := fs.Int("max-user-streams", web.DefaultMaxUserStreams, "most streams (event streams, NDJSON answers) one user may have open at once in this process (0: no limit)")
 	trusted := fs.String("trusted-proxies", "", "comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For names the client (for counting failed sign-ins per address)")
 	accessLog := fs.Bool("access-log", true, "log one line per request: method, path without the query, status, bytes, duration, request id (X-Request-Id), peer address")
 	if err := fs.parse(args); err != nil {
@@ -84,6 +86,15 @@ func serve(ctx context.Context, args []string, e env) error {
 	if *maxContinuations < 1 || *workers < 0 {
 		return errors.New("--max-continuations must be at least 1 and --workers at least 0")
 	}
+	if *maxUserRequests < 0 || *maxUserStreams < 0 {
+		return errors.New("--max-user-requests and --max-user-streams must be at least 0 (0: no limit)")
+	}
+	noLimit := func(n int) int {
+		if n == 0 {
+			return -1
+		}
+		return n
+	}
 	warnFileLimit(log, *maxContinuations)
 	sessions := scs.New()
 	// On a cluster a session made at sign-in through one node is read at
@@ -104,6 +115,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	server := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Catalog: a.store,
 		Events: a.engine, Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout,
 		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store, Metrics: a.metrics,
+		MaxUserRequests: noLimit(*maxUserRequests), MaxUserStreams: noLimit(*maxUserStreams),
 		TrustedProxies: proxies, Webhooks: a.store, NotReady: store.NotReady, StrictTransportSecurity: hsts})
 	if err := a.metrics.WatchSlots(server); err != nil {
 		return fmt.Errorf("metrics: %w", err)
