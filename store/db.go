@@ -142,6 +142,19 @@ func isContention(err error) bool {
 	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
 }
 
+// execContended runs one statement on its own (autocommitted), again (up
+// to contendedTries in all) while it loses a lock race to a transaction
+// that locks the same rows in another order, such as a user's deletion
+// locking their runs: each lost attempt was rolled back whole, and its
+// guard decides afresh.
+func execContended(ctx context.Context, db sqlx.ExecerContext, q string, args ...any) (sql.Result, error) {
+	res, err := db.ExecContext(ctx, q, args...)
+	for try := 1; isContention(err) && try < contendedTries; try++ {
+		res, err = db.ExecContext(ctx, q, args...)
+	}
+	return res, err
+}
+
 // oneRow turns an UPDATE's result into nil when it changed exactly one row
 // and into lost when it changed none: the guard said no.
 func oneRow(res interface{ RowsAffected() (int64, error) }, err error, lost error) error {

@@ -66,7 +66,7 @@ func (s *Store) RenewLeases(ctx context.Context, held []runtime.Lease, lease tim
 func (s *Store) MarkPendingEffect(ctx context.Context, runID int64, claimedBy, callID string, lease time.Duration) error {
 	// The cancel flag is in the guard: a cancel requested since the last
 	// step boundary stops the write before it starts, not after it.
-	res, err := s.db.ExecContext(ctx, `
+	res, err := execContended(ctx, s.db, `
 		UPDATE runs SET pending_effect = ?, lease_expires_at = NOW(6) + INTERVAL ? MICROSECOND
 		WHERE id = ? AND status = 'running' AND claimed_by = ? AND cancel_requested = 0`, callID, micros(lease), runID, claimedBy)
 	err = oneRow(res, err, runtime.ErrLeaseLost)
