@@ -117,7 +117,7 @@ func webhookID() string {
 	return "msg_" + hex.EncodeToString(b)
 }
 
-// noticeData is the body's data (SPEC §11.3): ids, configuration, status,
+// noticeData is the body's data: ids, configuration, status,
 // tool names, digest, deadline and the links; arguments and the answer
 // only at privacy level full.
 func (e *Engine) noticeData(cfg *Configuration, runID int64, n notice, now time.Time) map[string]any {

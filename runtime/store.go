@@ -23,8 +23,8 @@ type Store interface {
 	Run(ctx context.Context, id int64) (*Run, error)
 	// RunSynced is Run as the whole cluster has it: on a multi-primary
 	// cluster it first waits until this node applied every commit made
-	// anywhere before the read (SPEC §11.4), which a lost claim's
-	// classification needs; on a single server it is Run.
+	// anywhere before the read, which a lost claim's classification
+	// needs; on a single server it is Run.
 	RunSynced(ctx context.Context, id int64) (*Run, error)
 	// RunForDecision returns a run and its configuration in one round
 	// trip, or ErrNotFound; the configuration is nil when it is gone.

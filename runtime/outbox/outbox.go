@@ -3,7 +3,7 @@
 // due rows, open their bodies, hand them to a Sender (runtime/webhook sends
 // them over HTTP) and record how each attempt went, retrying with backoff
 // until a notification is delivered or given up. The engine only writes
-// rows (runtime.runtime.Delivery); nothing in runtime imports this package.
+// rows (runtime.Delivery); nothing in runtime imports this package.
 package outbox
 
 import (
@@ -55,7 +55,9 @@ type Sender interface {
 	Send(ctx context.Context, m Message) SendResult
 }
 
-// runtime.Delivery schedule (SPEC §11.3).
+// The delivery schedule: a failed attempt is tried again after a backoff
+// that doubles from DefaultBackoff up to DefaultMaxBackoff, and a
+// notification not delivered DefaultGiveUp after it was written is failed.
 const (
 	DefaultBackoff    = time.Second
 	DefaultMaxBackoff = 10 * time.Minute

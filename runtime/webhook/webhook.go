@@ -24,8 +24,8 @@ import (
 	"github.com/turnstile-dev/turnstile/runtime/outbox"
 )
 
-// Timeout bounds one attempt, from connecting to the end of the response
-// (SPEC §11.3).
+// Timeout bounds one attempt, from connecting to the end of the response:
+// a receiver slower than this is retried like one that failed.
 const Timeout = 10 * time.Second
 
 // maxResponse is how much of a response body is read (and discarded): a
