@@ -26,7 +26,7 @@ func stepsYAML() string {
 // BenchmarkStepOverhead measures what one recorded step of a continuation
 // costs on MySQL (checkpoint, event append and lease renewal in one
 // commit, plus the observer), beside two references timed in the same run
-// on the same database: the floor, the least any step of SPEC §3 can do (a
+// on the same database: the floor, the least any step can do that checks its lease in its own transaction (a
 // lease UPDATE of the run and one INSERT in one transaction, one round
 // trip; BenchmarkCommit/floor), and a bare single-row commit (an autocommit
 // INSERT into a two-column table). The target is at most 1.3 times the

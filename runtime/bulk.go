@@ -26,9 +26,8 @@ type RunForDecision struct {
 	Err           error
 }
 
-// BulkStore is what DecideMany needs of the store beyond Store: the reads
-// and the claims of many runs in few round trips. A store without it is
-// asked one run at a time.
+// BulkStore is what DecideMany needs of the store: the reads and the
+// claims of many runs in few round trips.
 type BulkStore interface {
 	// RunsForDecision reads the runs and their configurations, keyed by
 	// run id; a missing run is there with ErrNotFound.
@@ -82,7 +81,7 @@ func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest, choose Pa
 		pipes[i] = approvalPipeline(e, reqs[i])
 		ids = append(ids, reqs[i].RunID)
 	}
-	read, err := e.runsForDecision(ctx, ids)
+	read, err := e.readForDecision(ctx, ids)
 	if err != nil {
 		for i := range out {
 			if out[i].Err == nil {
@@ -160,7 +159,7 @@ func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest, choose Pa
 	if len(claims) == 0 {
 		return out
 	}
-	for k, err := range e.claimMany(ctx, claims) {
+	for k, err := range e.store.ClaimMany(ctx, claims) {
 		i := at[k]
 		if err != nil {
 			out[i].Err = pipes[i].claimFailed(ctx, err)
@@ -171,36 +170,15 @@ func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest, choose Pa
 	return out
 }
 
-// runsForDecision reads runs through the BulkStore when the store is one,
-// else one by one.
-func (e *Engine) runsForDecision(ctx context.Context, ids []int64) (map[int64]RunForDecision, error) {
+// readForDecision reads the runs of a bulk and their configurations at
+// once.
+func (e *Engine) readForDecision(ctx context.Context, ids []int64) (map[int64]RunForDecision, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	if bs, ok := e.store.(BulkStore); ok {
-		read, err := bs.RunsForDecision(ctx, ids)
-		if err != nil {
-			return nil, fmt.Errorf("runtime: read %d runs for a bulk decision: %w", len(ids), err)
-		}
-		return read, nil
-	}
-	read := make(map[int64]RunForDecision, len(ids))
-	for _, id := range ids {
-		run, cfg, err := e.store.RunForDecision(ctx, id)
-		read[id] = RunForDecision{Run: run, Configuration: cfg, Err: err}
+	read, err := e.store.RunsForDecision(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: read %d runs for a bulk decision: %w", len(ids), err)
 	}
 	return read, nil
-}
-
-// claimMany claims through the BulkStore when the store is one, else one
-// by one.
-func (e *Engine) claimMany(ctx context.Context, claims []Claim) []error {
-	if bs, ok := e.store.(BulkStore); ok {
-		return bs.ClaimMany(ctx, claims)
-	}
-	errs := make([]error, len(claims))
-	for i, c := range claims {
-		errs[i] = e.store.Claim(ctx, c)
-	}
-	return errs
 }

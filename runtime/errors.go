@@ -67,12 +67,13 @@ func CodeOf(err error) Code {
 
 // Errors the store returns; the engine turns them into refusals or outcomes.
 var (
-	// ErrNotFound: no such row.
+	// ErrNotFound is a read of a row that does not exist.
 	ErrNotFound = errors.New("not found")
-	// ErrClaimLost: a guarded update changed no row, or the decision for
-	// this turn exists already.
+	// ErrClaimLost is a guarded update that changed no row, or a decision
+	// for a turn that has one already.
 	ErrClaimLost = errors.New("claim lost")
-	// ErrLeaseLost: the continuation no longer holds the run.
+	// ErrLeaseLost is a write of a continuation that no longer holds its
+	// run.
 	ErrLeaseLost = errors.New("lease lost")
 	// ErrCancelRequested: a suspension met a request to cancel the run;
 	// the holder settles it as cancelled instead.

@@ -44,7 +44,7 @@ const (
 	followQueryTimeout = 10 * time.Second
 )
 
-// FollowStore is what the feed needs of the store.
+// FollowStore is what the followers' poll needs of the store.
 type FollowStore interface {
 	// FollowedEvents reads, in one statement and so from one snapshot, the
 	// status of each run of after and its events with a seq above after's,
@@ -427,14 +427,10 @@ func (f *feed) pollOnce() int {
 }
 
 func (f *feed) query(after map[int64]int) (FollowedBatch, error) {
-	fs, ok := f.e.store.(FollowStore)
-	if !ok {
-		return FollowedBatch{}, errors.New("runtime: the store cannot be followed")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), followQueryTimeout)
 	defer cancel()
 	f.queries.Add(1)
-	b, err := fs.FollowedEvents(ctx, after, followEventsPerQuery)
+	b, err := f.e.store.FollowedEvents(ctx, after, followEventsPerQuery)
 	if err != nil {
 		return b, fmt.Errorf("runtime: poll %d followed runs: %w", len(after), err)
 	}

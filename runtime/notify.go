@@ -14,7 +14,7 @@ import (
 
 // Delivery is one notification of one endpoint in the outbox: written in
 // the commit of the step that causes it, then claimed and sent by the
-// workers until it is delivered or given up.
+// workers (runtime/outbox) until it is delivered or given up.
 type Delivery struct {
 	ID int64 `db:"id"`
 	// WebhookID is the Standard Webhooks message id, the same on every
@@ -38,24 +38,6 @@ type Delivery struct {
 	// database's clock, as of its claim.
 	Age time.Duration `db:"-"`
 }
-
-// WebhookMetrics is told the outcome of every delivery attempt: result is
-// DeliveryDelivered, DeliveryRetry or DeliveryFailed (given up, or refused
-// for good).
-type WebhookMetrics interface {
-	WebhookDelivered(result string)
-}
-
-// The outcomes of a delivery attempt, as WebhookMetrics is told them.
-const (
-	DeliveryDelivered = "delivered"
-	DeliveryRetry     = "retry"
-	DeliveryFailed    = "failed"
-)
-
-type noWebhookMetrics struct{}
-
-func (noWebhookMetrics) WebhookDelivered(string) {}
 
 // notice is what one notification says about a run, before it is shaped
 // for each endpoint.
@@ -135,7 +117,7 @@ func webhookID() string {
 	return "msg_" + hex.EncodeToString(b)
 }
 
-// noticeData is the body's data (SPEC §11.3): ids, configuration, status,
+// noticeData is the body's data: ids, configuration, status,
 // tool names, digest, deadline and the links; arguments and the answer
 // only at privacy level full.
 func (e *Engine) noticeData(cfg *Configuration, runID int64, n notice, now time.Time) map[string]any {

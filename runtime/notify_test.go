@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -27,46 +28,6 @@ func notifyYAML(identifier string, privacy runtime.PrivacyLevel, extra string) s
 var testEndpoints = []runtime.Notify{
 	{URL: "http://receiver.test/standard", SecretEnv: "TEST_WEBHOOK_SECRET"},
 	{URL: "http://receiver.test/slack", Format: runtime.NotifySlack, Events: []string{runtime.EventRunWaiting}},
-}
-
-// setNotify gives a saved configuration its notify entries through the
-// store, as config apply does once it has read them.
-func setNotify(t testing.TB, w *testrig.World, identifier string, endpoints []runtime.Notify) {
-	t.Helper()
-	ctx := context.Background()
-	cfg, err := w.Store.ConfigurationByIdentifier(ctx, identifier)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Notify = endpoints
-	if err := w.Store.SaveConfiguration(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// outboxRow is a notification as the outbox holds it.
-type outboxRow struct {
-	ID         int64   `db:"id"`
-	WebhookID  string  `db:"webhook_id"`
-	RunID      int64   `db:"run_id"`
-	Event      string  `db:"event"`
-	URL        string  `db:"url"`
-	Format     string  `db:"format"`
-	Body       []byte  `db:"body"`
-	Status     string  `db:"status"`
-	Attempts   int     `db:"attempts"`
-	LastError  *string `db:"last_error"`
-	LastStatus *int    `db:"last_status"`
-}
-
-func outboxRows(t testing.TB, w *testrig.World, runID int64) []outboxRow {
-	t.Helper()
-	var rows []outboxRow
-	if err := w.DB.Select(&rows, `SELECT id, webhook_id, run_id, event, url, format, body, status, attempts,
-		last_error, last_status FROM webhook_deliveries WHERE run_id = ? ORDER BY id`, runID); err != nil {
-		t.Fatal(err)
-	}
-	return rows
 }
 
 // bodyOf decodes a standard body.
@@ -100,7 +61,7 @@ func notifyWorld(t testing.TB, yamls ...string) *testrig.World {
 	}
 	for _, c := range cfgs {
 		if c.Identifier != "refund" {
-			setNotify(t, w, c.Identifier, testEndpoints)
+			w.SetNotify(t, c.Identifier, testEndpoints)
 		}
 	}
 	return w
@@ -109,7 +70,7 @@ func notifyWorld(t testing.TB, yamls ...string) *testrig.World {
 func TestNotificationsAreWrittenInTheStepsCommit(t *testing.T) {
 	w := notifyWorld(t, notifyYAML("told", runtime.PrivacyMetadata, ""), refundYAML)
 	paused, _ := w.Waiting(t, "told")
-	rows := outboxRows(t, w, paused.RunID)
+	rows := w.Outbox(t, paused.RunID)
 	if len(rows) != 2 || rows[0].Event != runtime.EventRunWaiting || rows[1].Event != runtime.EventRunWaiting ||
 		rows[0].Format != runtime.NotifyStandard || rows[1].Format != runtime.NotifySlack {
 		t.Fatalf("outbox after the pause = %+v, want run.waiting for the standard and the slack endpoint", rows)
@@ -139,7 +100,7 @@ func TestNotificationsAreWrittenInTheStepsCommit(t *testing.T) {
 	}
 
 	w.Approve(t, paused)
-	rows = outboxRows(t, w, paused.RunID)
+	rows = w.Outbox(t, paused.RunID)
 	if len(rows) != 3 || rows[2].Event != runtime.EventRunSettled || rows[2].Format != runtime.NotifyStandard {
 		t.Fatalf("outbox after the settle = %+v, want a third row, run.settled to the standard endpoint only", rows)
 	}
@@ -165,7 +126,7 @@ func TestNotificationsAreWrittenInTheStepsCommit(t *testing.T) {
 func TestNotificationsAtPrivacyFullCarryArgumentsAndAnswer(t *testing.T) {
 	w := notifyWorld(t, notifyYAML("told-full", runtime.PrivacyFull, "decision_timeout: 1h\n"))
 	paused, _ := w.Waiting(t, "told-full")
-	rows := outboxRows(t, w, paused.RunID)
+	rows := w.Outbox(t, paused.RunID)
 	b := decodeBody(t, rows[0].Body)
 	if !strings.Contains(string(rows[0].Body), "MARKER-ARGUMENT") || b.Data["calls"] == nil {
 		t.Errorf("run.waiting at full = %s, want the calls with their arguments", rows[0].Body)
@@ -178,7 +139,7 @@ func TestNotificationsAtPrivacyFullCarryArgumentsAndAnswer(t *testing.T) {
 		t.Errorf("slack text carries arguments: %s", rows[1].Body)
 	}
 	w.Approve(t, paused)
-	rows = outboxRows(t, w, paused.RunID)
+	rows = w.Outbox(t, paused.RunID)
 	if b := decodeBody(t, rows[len(rows)-1].Body); !strings.HasPrefix(fmt.Sprint(b.Data["answer"]), "MARKER-ANSWER") {
 		t.Errorf("run.settled at full = %v, want the answer", b.Data)
 	}
@@ -291,5 +252,43 @@ func TestEscalationNotifiesTheEscalatedTurn(t *testing.T) {
 	}
 	if n := w.Count(t, `SELECT COUNT(*) FROM webhook_deliveries WHERE run_id = ? AND event = 'run.expired'`, paused.RunID); n != 1 {
 		t.Errorf("run.expired notifications = %d, want 1 (the first turn's expiry)", n)
+	}
+}
+
+func TestNoNotificationForAStepThatDidNotCommit(t *testing.T) {
+	w := notifyWorld(t, notifyYAML("told", runtime.PrivacyMetadata, ""))
+	paused, _ := w.Waiting(t, "told")
+	ctx := context.Background()
+	note := []runtime.Delivery{{WebhookID: "msg_lost", RunID: paused.RunID, ConfigurationID: 1, Event: runtime.EventRunSettled,
+		URL: "http://receiver.test/", Format: runtime.NotifyStandard, Body: []byte(`{}`)}}
+	// A holder that does not hold the run.
+	_, err := w.Store.Commit(ctx, runtime.Commit{RunID: paused.RunID, ClaimedBy: "not-the-holder", Status: runtime.StatusCompleted,
+		TerminationReason: runtime.ReasonCompleted, Notifications: note})
+	if !errors.Is(err, runtime.ErrLeaseLost) {
+		t.Errorf("commit by a non-holder = %v, want ErrLeaseLost", err)
+	}
+	// A claim of a stale turn.
+	err = w.Store.Claim(ctx, runtime.Claim{RunID: paused.RunID, From: runtime.StatusWaitingForApproval, Digest: strings.Repeat("0", 64),
+		To: runtime.StatusRunning, ClaimedBy: "x", Lease: time.Minute,
+		Decision: runtime.DecisionRecord{Kind: runtime.DecisionDeny, Scope: runtime.ScopeOnce, Path: runtime.PathExpiry}, Notifications: note})
+	if !errors.Is(err, runtime.ErrClaimLost) {
+		t.Errorf("claim of a stale turn = %v, want ErrClaimLost", err)
+	}
+	// A cancel of a run that moved.
+	if err := w.Store.CancelIdle(ctx, paused.RunID, runtime.StatusDecided, nil, note); !errors.Is(err, runtime.ErrClaimLost) {
+		t.Errorf("cancel from the wrong status = %v, want ErrClaimLost", err)
+	}
+	if n := w.Count(t, `SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = 'msg_lost'`); n != 0 {
+		t.Errorf("%d notifications of steps that did not commit are in the outbox", n)
+	}
+	// The same claim on the current turn wins and writes it.
+	err = w.Store.Claim(ctx, runtime.Claim{RunID: paused.RunID, From: runtime.StatusWaitingForApproval, Digest: paused.Digest,
+		To: runtime.StatusRunning, ClaimedBy: "x", Lease: time.Minute,
+		Decision: runtime.DecisionRecord{Kind: runtime.DecisionDeny, Scope: runtime.ScopeOnce, Path: runtime.PathExpiry}, Notifications: note})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := w.Count(t, `SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = 'msg_lost'`); n != 1 {
+		t.Errorf("the won claim wrote %d notifications, want 1", n)
 	}
 }

@@ -46,7 +46,7 @@ func TestDeletingAUserNotifiesAsACancelDoes(t *testing.T) {
 		t.Fatalf("DeleteUser = %+v, %v; want one run cancelled", got, err)
 	}
 	wantOwnerDeleted(t, w, paused.RunID)
-	rows := outboxRows(t, w, paused.RunID)
+	rows := w.Outbox(t, paused.RunID)
 	if len(rows) != 3 || rows[2].Event != runtime.EventRunSettled {
 		t.Fatalf("outbox = %+v, want the pause's two notifications and a run.settled", rows)
 	}
@@ -91,7 +91,7 @@ func TestDeletingAUserStopsTheirRunningRun(t *testing.T) {
 	if r := w.Run(t, paused.RunID); r.PendingEffect != "" || r.ClaimedBy != "" {
 		t.Errorf("the settled run keeps pending effect %q, holder %q", r.PendingEffect, r.ClaimedBy)
 	}
-	rows := outboxRows(t, w, paused.RunID)
+	rows := w.Outbox(t, paused.RunID)
 	if last := rows[len(rows)-1]; last.Event != runtime.EventRunSettled ||
 		decodeBody(t, last.Body).Data["termination_reason"] != runtime.ReasonOwnerDeleted {
 		t.Errorf("last notification = %s %s, want run.settled with %s", last.Event, last.Body, runtime.ReasonOwnerDeleted)

@@ -9,8 +9,12 @@ import (
 // Store is what the engine needs of the database. Every method that
 // changes a run is one transaction guarded by the run's status and, where a
 // lease is held, by the holder; a guard that changes no row is an error, so
-// no transition can be won twice.
+// no transition can be won twice. What a bulk decision (BulkStore) and
+// the followers' poll (FollowStore) need are named apart, beside the
+// code that uses them.
 type Store interface {
+	BulkStore
+	FollowStore
 	// Configuration returns a configuration by id, or ErrNotFound.
 	Configuration(ctx context.Context, id int64) (*Configuration, error)
 	// ConfigurationByIdentifier returns a configuration, or ErrNotFound.
@@ -19,8 +23,8 @@ type Store interface {
 	Run(ctx context.Context, id int64) (*Run, error)
 	// RunSynced is Run as the whole cluster has it: on a multi-primary
 	// cluster it first waits until this node applied every commit made
-	// anywhere before the read (SPEC §11.4), which a lost claim's
-	// classification needs; on a single server it is Run.
+	// anywhere before the read, which a lost claim's classification
+	// needs; on a single server it is Run.
 	RunSynced(ctx context.Context, id int64) (*Run, error)
 	// RunForDecision returns a run and its configuration in one round
 	// trip, or ErrNotFound; the configuration is nil when it is gone.

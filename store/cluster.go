@@ -12,7 +12,7 @@ import (
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
-// What the store does on a multi-primary Galera cluster (SPEC §11.4). A
+// What the store does on a multi-primary Galera cluster. A
 // node commits what it certified and applies the other nodes' commits a
 // moment later, so a plain read can miss a commit made elsewhere. Claims
 // and steps need nothing more: their guarded writes conflict at

@@ -5,7 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/turnstile-dev/turnstile/runtime"
+
+	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 )
 
 // orderRow is one row of demo_orders.
@@ -16,11 +17,11 @@ type orderRow struct {
 	Currency    string `db:"currency"`
 }
 
-func (r orderRow) order() runtime.Order {
-	return runtime.Order{ID: r.ID, Customer: r.Customer, AmountCents: r.AmountCents, Currency: r.Currency}
+func (r orderRow) order() builtin.Order {
+	return builtin.Order{ID: r.ID, Customer: r.Customer, AmountCents: r.AmountCents, Currency: r.Currency}
 }
 
-func rowOfOrder(o runtime.Order) orderRow {
+func rowOfOrder(o builtin.Order) orderRow {
 	if o.Currency == "" {
 		o.Currency = "EUR"
 	}
@@ -29,11 +30,11 @@ func rowOfOrder(o runtime.Order) orderRow {
 
 // Order returns a demo order; an error wrapping runtime.ErrNotFound when there is
 // none with this id.
-func (s *Store) Order(ctx context.Context, id string) (runtime.Order, error) {
+func (s *Store) Order(ctx context.Context, id string) (builtin.Order, error) {
 	const q = `SELECT id, customer, amount_cents, currency FROM demo_orders WHERE id = ?`
 	var r orderRow
 	if err := s.db.GetContext(ctx, &r, q, id); err != nil {
-		return runtime.Order{}, notFound(fmt.Sprintf("order %q", id), err)
+		return builtin.Order{}, notFound(fmt.Sprintf("order %q", id), err)
 	}
 	return r.order(), nil
 }
@@ -41,7 +42,7 @@ func (s *Store) Order(ctx context.Context, id string) (runtime.Order, error) {
 // InsertRefund records one refund and returns its id. It never
 // de-duplicates (demo_refunds has no unique key on purpose), so a repeated
 // execution of refund_order shows as a second row.
-func (s *Store) InsertRefund(ctx context.Context, r runtime.Refund) (int64, error) {
+func (s *Store) InsertRefund(ctx context.Context, r builtin.Refund) (int64, error) {
 	const q = `INSERT INTO demo_refunds (order_id, amount_cents, run_id, call_id) VALUES (?, ?, ?, ?)`
 	res, err := s.db.ExecContext(ctx, q, r.OrderID, r.AmountCents, r.RunID, r.CallID)
 	if err != nil {
@@ -67,7 +68,7 @@ func (s *Store) RefundCount(ctx context.Context, orderID string) (int, error) {
 
 // SeedDemoOrders inserts the orders that are absent; orders already
 // there, changed or not, are left alone, so it may run at every start.
-func (s *Store) SeedDemoOrders(ctx context.Context, orders []runtime.Order) error {
+func (s *Store) SeedDemoOrders(ctx context.Context, orders []builtin.Order) error {
 	const q = `INSERT IGNORE INTO demo_orders (id, customer, amount_cents, currency)
 		VALUES (:id, :customer, :amount_cents, :currency)`
 	rows := make([]orderRow, len(orders))
@@ -82,7 +83,7 @@ func (s *Store) SeedDemoOrders(ctx context.Context, orders []runtime.Order) erro
 
 // CreateDemoOrder inserts one order (currency EUR when empty), for tests
 // and fixtures. An existing id is an error wrapping ErrDuplicate.
-func (s *Store) CreateDemoOrder(ctx context.Context, o runtime.Order) error {
+func (s *Store) CreateDemoOrder(ctx context.Context, o builtin.Order) error {
 	const q = `INSERT INTO demo_orders (id, customer, amount_cents, currency)
 		VALUES (:id, :customer, :amount_cents, :currency)`
 	if _, err := s.db.NamedExecContext(ctx, q, rowOfOrder(o)); err != nil {

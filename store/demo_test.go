@@ -21,14 +21,14 @@ func newStore(t *testing.T) *store.Store {
 func TestOrder(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	want := runtime.Order{ID: "ORD-T1", Customer: "Käthe Kollwitz", AmountCents: 1234, Currency: "USD"}
+	want := builtin.Order{ID: "ORD-T1", Customer: "Käthe Kollwitz", AmountCents: 1234, Currency: "USD"}
 	if err := s.CreateDemoOrder(ctx, want); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name    string
 		id      string
-		want    runtime.Order
+		want    builtin.Order
 		wantErr error
 	}{
 		{name: "exists", id: "ORD-T1", want: want},
@@ -51,7 +51,7 @@ func TestOrder(t *testing.T) {
 func TestCreateDemoOrder(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	if err := s.CreateDemoOrder(ctx, runtime.Order{ID: "ORD-T2", Customer: "C", AmountCents: 10}); err != nil {
+	if err := s.CreateDemoOrder(ctx, builtin.Order{ID: "ORD-T2", Customer: "C", AmountCents: 10}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Order(ctx, "ORD-T2")
@@ -61,14 +61,14 @@ func TestCreateDemoOrder(t *testing.T) {
 	if want := "EUR"; got.Currency != want {
 		t.Errorf("currency = %q, want the default %q", got.Currency, want)
 	}
-	err = s.CreateDemoOrder(ctx, runtime.Order{ID: "ORD-T2", Customer: "D", AmountCents: 20})
+	err = s.CreateDemoOrder(ctx, builtin.Order{ID: "ORD-T2", Customer: "D", AmountCents: 20})
 	if !errors.Is(err, store.ErrDuplicate) {
 		t.Errorf("second CreateDemoOrder error = %v, want ErrDuplicate", err)
 	}
 }
 
 // seedOrders stand for the demo's orders (cmd/turnstile seeds its own).
-var seedOrders = []runtime.Order{
+var seedOrders = []builtin.Order{
 	{ID: "ORD-1001", Customer: "Ada Lovelace", AmountCents: 4999, Currency: "EUR"},
 	{ID: "ORD-1002", Customer: "Alan Turing", AmountCents: 12900, Currency: "EUR"},
 	{ID: "ORD-1003", Customer: "Grace Hopper", AmountCents: 2350, Currency: "USD"},
@@ -78,7 +78,7 @@ func TestSeedDemoOrders(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	// An order changed by hand keeps its change: seeding only adds.
-	changed := runtime.Order{ID: "ORD-1003", Customer: "Changed", AmountCents: 1, Currency: "EUR"}
+	changed := builtin.Order{ID: "ORD-1003", Customer: "Changed", AmountCents: 1, Currency: "EUR"}
 	if err := s.CreateDemoOrder(ctx, changed); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestInsertRefundAndCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No de-duplication: the same call refunded twice is two rows.
-	r := runtime.Refund{OrderID: "ORD-1001", AmountCents: 4999, RunID: 42, CallID: "call-a"}
+	r := builtin.Refund{OrderID: "ORD-1001", AmountCents: 4999, RunID: 42, CallID: "call-a"}
 	first, err := s.InsertRefund(ctx, r)
 	if err != nil {
 		t.Fatal(err)

@@ -9,9 +9,10 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/outbox"
 )
 
-var _ runtime.OutboxStore = (*Store)(nil)
+var _ outbox.Store = (*Store)(nil)
 
 // deliveryColumns are the outbox's columns in the order deliveryRow
 // lists a notification's values.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/metrics"
+	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 	"github.com/turnstile-dev/turnstile/store/testrig"
 	"github.com/turnstile-dev/turnstile/web"
 )
@@ -122,7 +123,7 @@ func newAppWith(t testing.TB, keepalive time.Duration, e appEngine, options ...f
 	m := metrics.New(nil)
 	w := testrig.New(t, testrig.Configs(testConfigs...), testrig.Configs(e.configs...), testrig.PasswordHash(hash),
 		testrig.Engine(runtime.Options{Metrics: m, Source: e.src, Sealer: e.sealer}),
-		testrig.Orders(runtime.Order{ID: "W-", Customer: "MARKER-CUSTOMER", AmountCents: 4200}), testrig.Prompt("Refund %s"))
+		testrig.Orders(builtin.Order{ID: "W-", Customer: "MARKER-CUSTOMER", AmountCents: 4200}), testrig.Prompt("Refund %s"))
 	if err := m.WatchBacklog(w.Store); err != nil {
 		t.Fatal(err)
 	}

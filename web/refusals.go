@@ -23,15 +23,15 @@ import (
 
 // Codes of refusals the web layer makes itself.
 const (
-	// codeBusy: every continuation slot is taken and no worker could take
-	// the decision instead. Nothing was claimed.
+	// codeBusy says every continuation slot is taken and no worker could
+	// take the decision instead. Nothing was claimed.
 	codeBusy runtime.Code = "busy"
-	// codeNotReady: the database node cannot answer for now (Galera's
+	// codeNotReady says the database node cannot answer for now (Galera's
 	// 1047: it is outside the cluster's primary component). Whatever the
 	// request did not get to write is not written; the same request a
 	// moment later, or to an instance on another node, goes through.
 	codeNotReady runtime.Code = "database_not_ready"
-	// codeTooLarge: the body is over the limit.
+	// codeTooLarge says the body is over the route's size limit.
 	codeTooLarge runtime.Code = "body_too_large"
 	// codeInternal: anything that is not a refusal.
 	codeInternal runtime.Code = "internal"
@@ -74,13 +74,15 @@ var answers = map[runtime.Code]answer{
 	runtime.CodeTooManyRequests:       {html: http.StatusTooManyRequests, api: http.StatusTooManyRequests},
 }
 
-// errBusy: see codeBusy.
+// errBusy refuses a decision when every continuation slot is taken and no
+// worker could carry it out instead (codeBusy).
 var errBusy = &runtime.Refusal{Code: codeBusy, Message: "the server runs as many continuations as it may; try again in a few seconds"}
 
-// errNotReady: see codeNotReady.
+// errNotReady refuses a request the database node cannot answer for now
+// (codeNotReady).
 var errNotReady = &runtime.Refusal{Code: codeNotReady, Message: "the database is not ready; try again in a few seconds"}
 
-// errTooLarge: see codeTooLarge.
+// errTooLarge refuses a body over maxAPIBytes (codeTooLarge).
 var errTooLarge = &runtime.Refusal{Code: codeTooLarge, Message: fmt.Sprintf("the body is larger than the %d bytes this API takes", maxAPIBytes)}
 
 // refuse answers err on a surface, about run id (0 when the request names

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 	"github.com/turnstile-dev/turnstile/store/testrig"
 	"github.com/turnstile-dev/turnstile/web"
 )
@@ -57,7 +58,7 @@ func seedDemo(t *testing.T) *demoState {
 		}
 		a.Users[u.Name] = &u
 	}
-	if err := a.Store.SeedDemoOrders(ctx, []runtime.Order{
+	if err := a.Store.SeedDemoOrders(ctx, []builtin.Order{
 		{ID: "ORD-1001", Customer: "Ada Lovelace", AmountCents: 4999, Currency: "EUR"},
 		{ID: "ORD-1002", Customer: "Alan Turing", AmountCents: 12900, Currency: "EUR"},
 		{ID: "ORD-1003", Customer: "Grace Hopper", AmountCents: 2350, Currency: "USD"},

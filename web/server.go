@@ -153,7 +153,8 @@ type Server struct {
 	guard *loginGuard
 	// userLimits count what each user has open (see userlimits.go).
 	userLimits *userLimits
-	// trustedProxies: see Deps.TrustedProxies.
+	// trustedProxies are the peers whose X-Forwarded-For names the client
+	// (Deps.TrustedProxies).
 	trustedProxies []netip.Prefix
 	webhooks       Webhooks
 	notReady       func(error) bool

@@ -10,6 +10,7 @@ import (
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/configfile"
+	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 	"github.com/turnstile-dev/turnstile/web"
 )
 
@@ -155,7 +156,7 @@ func describe(u runtime.User) string {
 
 // demoOrders are the orders the demo seeds, ORD-1001 to ORD-1012, which
 // the demo runs look up and refund.
-var demoOrders = []runtime.Order{
+var demoOrders = []builtin.Order{
 	{ID: "ORD-1001", Customer: "Ada Lovelace", AmountCents: 4999, Currency: "EUR"},
 	{ID: "ORD-1002", Customer: "Alan Turing", AmountCents: 12900, Currency: "EUR"},
 	{ID: "ORD-1003", Customer: "Grace Hopper", AmountCents: 2350, Currency: "USD"},

@@ -20,6 +20,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 	"github.com/turnstile-dev/turnstile/store"
 	"github.com/turnstile-dev/turnstile/store/testrig"
 	"github.com/turnstile-dev/turnstile/web"
@@ -84,7 +85,7 @@ func newRigWith(t *testing.T, opts ...testrig.Option) *rig {
 	}
 	w := testrig.New(t, append(opts, testrig.PasswordHash(hash), testrig.User("operator", runtime.RoleUser, runtime.GrantApprove),
 		testrig.Engine(runtime.Options{Lease: testLease}),
-		testrig.Orders(runtime.Order{ID: "TST-", Customer: "Test", AmountCents: 5000, Currency: "EUR"}))...)
+		testrig.Orders(builtin.Order{ID: "TST-", Customer: "Test", AmountCents: 5000, Currency: "EUR"}))...)
 	return &rig{World: w, owner: w.Actor("owner"), operator: w.Actor("operator")}
 }
 

@@ -24,7 +24,7 @@ import (
 	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
-// Turnstile on a 3-node Galera cluster (SPEC §11.4): instances on
+// Turnstile on a 3-node Galera cluster: instances on
 // different nodes race, share work, lose a node, and follow each other's
 // runs. The cluster starts once for this test binary (with the first test
 // that needs it; about a minute) and stops in TestMain.

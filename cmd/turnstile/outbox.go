@@ -5,7 +5,7 @@ import (
 	"net"
 	"strings"
 
-	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/outbox"
 	"github.com/turnstile-dev/turnstile/runtime/webhook"
 )
 
@@ -17,12 +17,12 @@ const deliveryLoops = 2
 // that runs workers delivers notifications, whoever wrote them. The loops
 // are the workers' alone, so a receiver never slows a continuation.
 func (a *app) deliver(ctx context.Context) {
-	var wm runtime.WebhookMetrics // nil counts nothing
+	var wm outbox.Metrics // nil counts nothing
 	if a.metrics != nil {
 		wm = a.metrics
 	}
 	self := append([]string{a.publicURL}, a.self...)
-	ob := runtime.NewOutbox(runtime.OutboxOptions{Store: a.store, Sealer: a.sealer, Metrics: wm, Logger: a.log,
+	ob := outbox.New(outbox.Options{Store: a.store, Sealer: a.sealer, Metrics: wm, Logger: a.log,
 		Sender: webhook.New(webhook.Options{Getenv: a.getenv, Self: self, AllowPrivate: a.allowPrivate})})
 	ob.Run(ctx, deliveryLoops)
 }

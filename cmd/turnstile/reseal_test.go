@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/seal"
+	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
@@ -166,7 +167,7 @@ func rewriteRun(t *testing.T, w *testrig.World, runID int64, f func([]byte) []by
 // (under a key it lacks) as it is, and says so.
 func TestStateReseal(t *testing.T) {
 	w := testrig.New(t, testrig.Configs(resealYAML),
-		testrig.Orders(runtime.Order{ID: "RS-", Customer: "Test", AmountCents: 700, Currency: "EUR"}))
+		testrig.Orders(builtin.Order{ID: "RS-", Customer: "Test", AmountCents: 700, Currency: "EUR"}))
 	ctx := context.Background()
 	ringB, err := seal.Parse(keyEntry("B", resealKeyB))
 	if err != nil {

@@ -7,11 +7,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/outbox"
 )
 
 // The delivery loops count their attempts here.
-var _ runtime.WebhookMetrics = (*Metrics)(nil)
+var _ outbox.Metrics = (*Metrics)(nil)
 
 // webhookResults are the results of one delivery attempt, as the delivery
 // code reports them: delivered (a 2xx answer), retry (failed; another
@@ -32,7 +32,7 @@ func newWebhookCounter(reg *prometheus.Registry) *prometheus.CounterVec {
 }
 
 // WebhookDelivered counts one delivery attempt by its result: "delivered",
-// "retry" or "failed". It implements runtime.WebhookMetrics, which the
+// "retry" or "failed". It implements outbox.Metrics, which the
 // delivery code declares; it is cheap and never blocks.
 func (m *Metrics) WebhookDelivered(result string) {
 	if m != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
@@ -37,7 +38,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	w := testrig.New(t, testrig.Configs(refundYAML),
-		testrig.Orders(runtime.Order{ID: "S-", Customer: "Test", AmountCents: 1000, Currency: "EUR"}))
+		testrig.Orders(builtin.Order{ID: "S-", Customer: "Test", AmountCents: 1000, Currency: "EUR"}))
 	return &world{World: w, owner: w.Actor("owner"), approver: w.Actor("approver")}
 }
 

@@ -21,10 +21,11 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/outbox"
 )
 
-// Timeout bounds one attempt, from connecting to the end of the response
-// (SPEC §11.3).
+// Timeout bounds one attempt, from connecting to the end of the response:
+// a receiver slower than this is retried like one that failed.
 const Timeout = 10 * time.Second
 
 // maxResponse is how much of a response body is read (and discarded): a
@@ -63,7 +64,7 @@ type Sender struct {
 	now    func() time.Time
 }
 
-var _ runtime.Sender = (*Sender)(nil)
+var _ outbox.Sender = (*Sender)(nil)
 
 // New returns a Sender with its own connection pool.
 func New(o Options) *Sender {
@@ -103,17 +104,17 @@ func New(o Options) *Sender {
 // URL is its secret) nor the secret. A target refused (a private address
 // without AllowPrivate, Turnstile itself, no http(s) URL) or a secret_env
 // that names Turnstile's own variable fails for good, without a request.
-func (s *Sender) Send(ctx context.Context, m runtime.WebhookMessage) runtime.SendResult {
+func (s *Sender) Send(ctx context.Context, m outbox.Message) outbox.SendResult {
 	u, err := url.Parse(m.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return runtime.SendResult{Err: errors.New("refused: the URL is not an http or https URL"), Permanent: true}
+		return outbox.SendResult{Err: errors.New("refused: the URL is not an http or https URL"), Permanent: true}
 	}
 	if s.isSelf(u) {
-		return runtime.SendResult{Err: errors.New("refused: the URL points at Turnstile itself"), Permanent: true}
+		return outbox.SendResult{Err: errors.New("refused: the URL points at Turnstile itself"), Permanent: true}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(m.Body))
 	if err != nil {
-		return runtime.SendResult{Err: errors.New("refused: the URL does not make a request"), Permanent: true}
+		return outbox.SendResult{Err: errors.New("refused: the URL does not make a request"), Permanent: true}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Turnstile-Webhooks/1")
@@ -124,7 +125,7 @@ func (s *Sender) Send(ctx context.Context, m runtime.WebhookMessage) runtime.Sen
 		// Configurations refuse them; a row written before that rule must
 		// not sign with Turnstile's own secrets either.
 		if err := runtime.CheckEnvName(m.SecretEnv); err != nil {
-			return runtime.SendResult{Err: fmt.Errorf("secret_env: %w", err), Permanent: true}
+			return outbox.SendResult{Err: fmt.Errorf("secret_env: %w", err), Permanent: true}
 		}
 		secret := ""
 		if s.getenv != nil {
@@ -132,31 +133,31 @@ func (s *Sender) Send(ctx context.Context, m runtime.WebhookMessage) runtime.Sen
 		}
 		if secret == "" {
 			// Retried: whoever runs the workers may yet set it.
-			return runtime.SendResult{Err: fmt.Errorf("the secret's environment variable %s is not set", m.SecretEnv)}
+			return outbox.SendResult{Err: fmt.Errorf("the secret's environment variable %s is not set", m.SecretEnv)}
 		}
 		sig, err := Sign(secret, m.ID, ts, m.Body)
 		if err != nil {
-			return runtime.SendResult{Err: fmt.Errorf("the secret in %s: %w", m.SecretEnv, err), Permanent: true}
+			return outbox.SendResult{Err: fmt.Errorf("the secret in %s: %w", m.SecretEnv, err), Permanent: true}
 		}
 		req.Header.Set("webhook-signature", sig)
 	}
 	resp, err := s.client.Do(req)
 	var refused *refusedError
 	if errors.As(err, &refused) {
-		return runtime.SendResult{Err: refused, Permanent: true}
+		return outbox.SendResult{Err: refused, Permanent: true}
 	}
 	if err != nil {
-		return runtime.SendResult{Err: describe(err)}
+		return outbox.SendResult{Err: describe(err)}
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return runtime.SendResult{Status: resp.StatusCode}
+		return outbox.SendResult{Status: resp.StatusCode}
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return runtime.SendResult{Status: resp.StatusCode, Err: fmt.Errorf("HTTP %d: redirects are not followed", resp.StatusCode)}
+		return outbox.SendResult{Status: resp.StatusCode, Err: fmt.Errorf("HTTP %d: redirects are not followed", resp.StatusCode)}
 	default:
-		return runtime.SendResult{Status: resp.StatusCode, Err: fmt.Errorf("HTTP %d", resp.StatusCode)}
+		return outbox.SendResult{Status: resp.StatusCode, Err: fmt.Errorf("HTTP %d", resp.StatusCode)}
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/outbox"
 )
 
 func TestKeyOfASecret(t *testing.T) {
@@ -137,7 +137,7 @@ func TestPrivateTargetsAreNotDialled(t *testing.T) {
 		{"http://0.0.0.0:" + rc.port() + "/hook", "target refused: an unspecified address" + allow},
 		{"http://[::]:" + rc.port() + "/hook", "target refused: an unspecified address" + allow},
 	} {
-		res := s.Send(context.Background(), runtime.WebhookMessage{ID: "msg_1", URL: tc.url, Body: []byte(`{}`)})
+		res := s.Send(context.Background(), outbox.Message{ID: "msg_1", URL: tc.url, Body: []byte(`{}`)})
 		if res.Err == nil || res.Err.Error() != tc.want || !res.Permanent {
 			t.Errorf("Send to %s = %+v (%v), want refused for good: %q", tc.url, res, res.Err, tc.want)
 		}
@@ -170,7 +170,7 @@ func TestANameIsCheckedOnTheAddressItResolvesTo(t *testing.T) {
 	res := &fakeResolver{addrs: map[string][]netip.Addr{"hooks.rebind.example": {netip.MustParseAddr("127.0.0.1")}}}
 	url := "http://hooks.rebind.example:" + rc.port() + "/hook"
 	refused := New(Options{Timeout: time.Second, Resolver: res}).Send(context.Background(),
-		runtime.WebhookMessage{ID: "msg_1", URL: url, Body: []byte(`{}`)})
+		outbox.Message{ID: "msg_1", URL: url, Body: []byte(`{}`)})
 	if want := "target refused: a loopback address; start with --webhook-allow-private to allow it"; refused.Err == nil || refused.Err.Error() != want || !refused.Permanent {
 		t.Errorf("Send to a name of 127.0.0.1 = %+v, want %q", refused, want)
 	}
@@ -180,7 +180,7 @@ func TestANameIsCheckedOnTheAddressItResolvesTo(t *testing.T) {
 
 	allowed := New(Options{Timeout: 5 * time.Second, Resolver: res, AllowPrivate: true})
 	for i, u := range []string{url, "http://127.0.0.1:" + rc.port() + "/hook", "http://localhost.:" + rc.port() + "/hook"} {
-		got := allowed.Send(context.Background(), runtime.WebhookMessage{ID: "msg_1", URL: u, Body: []byte(`{}`)})
+		got := allowed.Send(context.Background(), outbox.Message{ID: "msg_1", URL: u, Body: []byte(`{}`)})
 		if got.Err != nil || got.Status != http.StatusNoContent {
 			t.Errorf("with AllowPrivate, Send to %s = %+v (%v), want 204", u, got, got.Err)
 		}
@@ -205,7 +205,7 @@ func TestTheHostsOwnAddressesAreRefused(t *testing.T) {
 		}
 		a, _ := netip.AddrFromSlice(n.IP)
 		u := "http://" + netip.AddrPortFrom(a.Unmap(), 9).String() + "/hook"
-		got := s.Send(context.Background(), runtime.WebhookMessage{ID: "msg_1", URL: u, Body: []byte(`{}`)})
+		got := s.Send(context.Background(), outbox.Message{ID: "msg_1", URL: u, Body: []byte(`{}`)})
 		if got.Err == nil || !strings.HasPrefix(got.Err.Error(), "target refused: ") || !got.Permanent {
 			t.Errorf("Send to this host's %s = %+v (%v), want refused", u, got, got.Err)
 		}
@@ -257,7 +257,7 @@ func TestTheHostsOwnNameIsRefused(t *testing.T) {
 	}
 	rc := newCountingReceiver(t)
 	got := New(Options{Timeout: time.Second}).Send(context.Background(),
-		runtime.WebhookMessage{ID: "msg_1", URL: "http://" + host + ":" + rc.port() + "/hook", Body: []byte(`{}`)})
+		outbox.Message{ID: "msg_1", URL: "http://" + host + ":" + rc.port() + "/hook", Body: []byte(`{}`)})
 	if got.Err == nil || !strings.HasPrefix(got.Err.Error(), "target refused: ") || !got.Permanent {
 		t.Errorf("Send to the host's own name %s = %+v (%v), want refused", host, got, got.Err)
 	}
@@ -272,7 +272,7 @@ func TestTheHostsOwnNameIsRefused(t *testing.T) {
 func TestASecretOfTurnstileItselfNeverSigns(t *testing.T) {
 	rc := newCountingReceiver(t)
 	s := New(Options{AllowPrivate: true, Getenv: func(string) string { return "k1:c2VjcmV0LXN0YXRlLWtleXMtMzItYnl0ZXMhISE=" }})
-	got := s.Send(context.Background(), runtime.WebhookMessage{ID: "msg_1", URL: rc.URL + "/hook", SecretEnv: "TURNSTILE_STATE_KEYS", Body: []byte(`{}`)})
+	got := s.Send(context.Background(), outbox.Message{ID: "msg_1", URL: rc.URL + "/hook", SecretEnv: "TURNSTILE_STATE_KEYS", Body: []byte(`{}`)})
 	if got.Err == nil || !strings.HasPrefix(got.Err.Error(), "secret_env: TURNSTILE_STATE_KEYS is reserved") || !got.Permanent {
 		t.Errorf("Send signed with TURNSTILE_STATE_KEYS = %+v (%v), want refused for good", got, got.Err)
 	}

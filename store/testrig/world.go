@@ -38,7 +38,7 @@ type World struct {
 	Users map[string]*runtime.User
 
 	engine runtime.Options
-	order  runtime.Order
+	order  builtin.Order
 	prompt string
 	orders int
 }
@@ -54,7 +54,7 @@ type settings struct {
 	users   []runtime.User
 	hash    string
 	engine  runtime.Options
-	order   runtime.Order
+	order   builtin.Order
 	prompt  string
 }
 
@@ -93,7 +93,7 @@ func Engine(o runtime.Options) Option {
 
 // Orders is the template of the demo orders Order creates: each is o with
 // a number of its own after o.ID. The default is T-, "Test", 5000 EUR.
-func Orders(o runtime.Order) Option {
+func Orders(o builtin.Order) Option {
 	return func(s *settings) { s.order = o }
 }
 
@@ -108,7 +108,7 @@ func Prompt(format string) Option {
 func New(t testing.TB, opts ...Option) *World {
 	t.Helper()
 	s := settings{
-		order:  runtime.Order{ID: "T-", Customer: "Test", AmountCents: 5000, Currency: "EUR"},
+		order:  builtin.Order{ID: "T-", Customer: "Test", AmountCents: 5000, Currency: "EUR"},
 		prompt: "Please refund %s",
 	}
 	for _, o := range opts {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
 	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
@@ -27,7 +28,7 @@ tools: [refund_order]
 func TestWorldStartsAndDecidesRuns(t *testing.T) {
 	w := testrig.New(t, testrig.Configs(refundYAML), testrig.PasswordHash("HASH"),
 		testrig.User("refunder", runtime.RoleUser, "refunds"),
-		testrig.Orders(runtime.Order{ID: "Q-", Customer: "Test", AmountCents: 700, Currency: "EUR"}))
+		testrig.Orders(builtin.Order{ID: "Q-", Customer: "Test", AmountCents: 700, Currency: "EUR"}))
 	for _, name := range []string{"owner", "approver", "other", "admin", "refunder"} {
 		if u := w.Users[name]; u == nil || u.ID == 0 || u.PasswordHash != "HASH" {
 			t.Errorf("user %s = %+v, want one stored with the hash", name, u)

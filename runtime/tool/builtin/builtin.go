@@ -35,10 +35,10 @@ const (
 type Orders interface {
 	// Order returns an order, or an error wrapping runtime.ErrNotFound when
 	// there is none with this id.
-	Order(ctx context.Context, id string) (runtime.Order, error)
+	Order(ctx context.Context, id string) (Order, error)
 	// InsertRefund records one refund and returns its id. It never
 	// de-duplicates: every call is one more row.
-	InsertRefund(ctx context.Context, r runtime.Refund) (int64, error)
+	InsertRefund(ctx context.Context, r Refund) (int64, error)
 }
 
 // Tools returns the four built-in tools, the order tools acting on orders.

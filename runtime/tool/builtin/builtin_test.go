@@ -20,35 +20,35 @@ import (
 // the MySQL side is tested in store.
 type fakeOrders struct {
 	mu      sync.Mutex
-	orders  map[string]runtime.Order
-	refunds []runtime.Refund
+	orders  map[string]builtin.Order
+	refunds []builtin.Refund
 	// failOrder and failInsert, when set, are returned instead.
 	failOrder  error
 	failInsert error
 }
 
-func newFakeOrders(orders ...runtime.Order) *fakeOrders {
-	f := &fakeOrders{orders: map[string]runtime.Order{}}
+func newFakeOrders(orders ...builtin.Order) *fakeOrders {
+	f := &fakeOrders{orders: map[string]builtin.Order{}}
 	for _, o := range orders {
 		f.orders[o.ID] = o
 	}
 	return f
 }
 
-func (f *fakeOrders) Order(ctx context.Context, id string) (runtime.Order, error) {
+func (f *fakeOrders) Order(ctx context.Context, id string) (builtin.Order, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failOrder != nil {
-		return runtime.Order{}, f.failOrder
+		return builtin.Order{}, f.failOrder
 	}
 	o, ok := f.orders[id]
 	if !ok {
-		return runtime.Order{}, fmt.Errorf("fake: order %q: %w", id, runtime.ErrNotFound)
+		return builtin.Order{}, fmt.Errorf("fake: order %q: %w", id, runtime.ErrNotFound)
 	}
 	return o, nil
 }
 
-func (f *fakeOrders) InsertRefund(ctx context.Context, r runtime.Refund) (int64, error) {
+func (f *fakeOrders) InsertRefund(ctx context.Context, r builtin.Refund) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failInsert != nil {
@@ -58,13 +58,13 @@ func (f *fakeOrders) InsertRefund(ctx context.Context, r runtime.Refund) (int64,
 	return int64(len(f.refunds)), nil
 }
 
-func (f *fakeOrders) Refunds() []runtime.Refund {
+func (f *fakeOrders) Refunds() []builtin.Refund {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.refunds)
 }
 
-var order1 = runtime.Order{ID: "ORD-1", Customer: "Ada Lovelace", AmountCents: 5000, Currency: "EUR"}
+var order1 = builtin.Order{ID: "ORD-1", Customer: "Ada Lovelace", AmountCents: 5000, Currency: "EUR"}
 
 // compile compiles a JSON Schema the way the engine's validator would.
 func compile(t *testing.T, schema json.RawMessage) *jsonschema.Schema {
@@ -273,31 +273,31 @@ func TestRefundOrder(t *testing.T) {
 		args       string
 		want       string
 		wantErr    string
-		wantRefund *runtime.Refund
+		wantRefund *builtin.Refund
 	}{
 		{
 			name:       "whole order by default",
 			args:       `{"order_id":"ORD-1"}`,
 			want:       `{"refund_id":1,"order_id":"ORD-1","amount_cents":5000}`,
-			wantRefund: &runtime.Refund{OrderID: "ORD-1", AmountCents: 5000, RunID: 7, CallID: "call-1"},
+			wantRefund: &builtin.Refund{OrderID: "ORD-1", AmountCents: 5000, RunID: 7, CallID: "call-1"},
 		},
 		{
 			name:       "part with a reason",
 			args:       `{"order_id":"ORD-1","amount_cents":1250,"reason":"damaged"}`,
 			want:       `{"refund_id":1,"order_id":"ORD-1","amount_cents":1250}`,
-			wantRefund: &runtime.Refund{OrderID: "ORD-1", AmountCents: 1250, RunID: 7, CallID: "call-1"},
+			wantRefund: &builtin.Refund{OrderID: "ORD-1", AmountCents: 1250, RunID: 7, CallID: "call-1"},
 		},
 		{
 			name:       "integer written as a float",
 			args:       `{"order_id":"ORD-1","amount_cents":100.0}`,
 			want:       `{"refund_id":1,"order_id":"ORD-1","amount_cents":100}`,
-			wantRefund: &runtime.Refund{OrderID: "ORD-1", AmountCents: 100, RunID: 7, CallID: "call-1"},
+			wantRefund: &builtin.Refund{OrderID: "ORD-1", AmountCents: 100, RunID: 7, CallID: "call-1"},
 		},
 		{
 			name:       "exactly the order's amount",
 			args:       `{"order_id":"ORD-1","amount_cents":5000}`,
 			want:       `{"refund_id":1,"order_id":"ORD-1","amount_cents":5000}`,
-			wantRefund: &runtime.Refund{OrderID: "ORD-1", AmountCents: 5000, RunID: 7, CallID: "call-1"},
+			wantRefund: &builtin.Refund{OrderID: "ORD-1", AmountCents: 5000, RunID: 7, CallID: "call-1"},
 		},
 		{name: "more than the order", args: `{"order_id":"ORD-1","amount_cents":5001}`, wantErr: "amount_cents must be between 1 and 5000"},
 		{name: "zero", args: `{"order_id":"ORD-1","amount_cents":0}`, wantErr: "amount_cents must be between 1 and 5000"},
@@ -315,9 +315,9 @@ func TestRefundOrder(t *testing.T) {
 			orders := newFakeOrders(order1)
 			got, err := call(t, builtin.NewRefundOrder(orders), tt.args)
 			checkResult(t, got, err, tt.want, tt.wantErr)
-			var want []runtime.Refund
+			var want []builtin.Refund
 			if tt.wantRefund != nil {
-				want = []runtime.Refund{*tt.wantRefund}
+				want = []builtin.Refund{*tt.wantRefund}
 			}
 			if got := orders.Refunds(); !slices.Equal(got, want) {
 				t.Errorf("refunds = %+v, want %+v", got, want)

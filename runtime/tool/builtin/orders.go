@@ -11,6 +11,24 @@ import (
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
+// Order is one of the demo's orders, which the built-in tools look up and
+// refund; the store keeps them in demo_orders.
+type Order struct {
+	ID          string
+	Customer    string
+	AmountCents int64
+	Currency    string
+}
+
+// Refund is one refund of a demo order: which call of which run refunded
+// how much of which order. Every execution of refund_order is one more.
+type Refund struct {
+	OrderID     string
+	AmountCents int64
+	RunID       int64
+	CallID      string
+}
+
 const lookupOrderParams = `{
   "type": "object",
   "properties": {
@@ -60,13 +78,13 @@ func (e orderNotFound) Unwrap() error { return runtime.ErrNotFound }
 
 // findOrder looks an order up for a tool: an unknown id is "order X not
 // found", any other failure names the tool.
-func findOrder(ctx context.Context, orders Orders, tool, id string) (runtime.Order, error) {
+func findOrder(ctx context.Context, orders Orders, tool, id string) (Order, error) {
 	o, err := orders.Order(ctx, id)
 	if errors.Is(err, runtime.ErrNotFound) {
-		return runtime.Order{}, orderNotFound{id: id}
+		return Order{}, orderNotFound{id: id}
 	}
 	if err != nil {
-		return runtime.Order{}, fmt.Errorf("%s: look up order %s: %w", tool, id, err)
+		return Order{}, fmt.Errorf("%s: look up order %s: %w", tool, id, err)
 	}
 	return o, nil
 }
@@ -130,7 +148,7 @@ func (t *RefundOrder) Spec() runtime.ToolSpec {
 
 // refund is a refund_order call read and checked: what it would pay out.
 type refund struct {
-	order      runtime.Order
+	order      Order
 	amount     int64
 	reason     string
 	processing time.Duration
@@ -214,7 +232,7 @@ func (t *RefundOrder) Call(ctx context.Context, inv runtime.Invocation) (string,
 		return "", ctx.Err()
 	case <-time.After(r.processing):
 	}
-	id, err := t.orders.InsertRefund(ctx, runtime.Refund{OrderID: r.order.ID, AmountCents: r.amount, RunID: inv.RunID, CallID: inv.CallID})
+	id, err := t.orders.InsertRefund(ctx, Refund{OrderID: r.order.ID, AmountCents: r.amount, RunID: inv.RunID, CallID: inv.CallID})
 	if err != nil {
 		return "", fmt.Errorf("%s: refund order %s: %w", NameRefundOrder, r.order.ID, err)
 	}

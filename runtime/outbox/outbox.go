@@ -1,4 +1,10 @@
-package runtime
+// Package outbox delivers the notifications that the engine writes to the
+// outbox table in the commit of the step that causes them: its loops claim
+// due rows, open their bodies, hand them to a Sender (runtime/webhook sends
+// them over HTTP) and record how each attempt went, retrying with backoff
+// until a notification is delivered or given up. The engine only writes
+// rows (runtime.Delivery); nothing in runtime imports this package.
+package outbox
 
 import (
 	"context"
@@ -7,14 +13,16 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/turnstile-dev/turnstile/runtime"
 )
 
-// OutboxStore is what delivery needs of the database.
-type OutboxStore interface {
+// Store is what delivery needs of the database.
+type Store interface {
 	// ClaimDeliveries claims up to n due notifications for one attempt
 	// each (attempts counted, held from other claimers for hold); none
 	// due is an empty list.
-	ClaimDeliveries(ctx context.Context, n int, hold time.Duration) ([]Delivery, error)
+	ClaimDeliveries(ctx context.Context, n int, hold time.Duration) ([]runtime.Delivery, error)
 	// MarkDelivered records an accepted delivery.
 	MarkDelivered(ctx context.Context, id int64, status int) error
 	// MarkRetry schedules attempt's next try after backoff; MarkFailed
@@ -24,9 +32,9 @@ type OutboxStore interface {
 	MarkFailed(ctx context.Context, id int64, attempt, status int, lastErr string) error
 }
 
-// WebhookMessage is one attempt to send: the body in the clear, the
+// Message is one attempt to send: the body in the clear, the
 // Standard Webhooks id, and where the secret lives.
-type WebhookMessage struct {
+type Message struct {
 	ID        string
 	URL       string
 	SecretEnv string
@@ -44,10 +52,12 @@ type SendResult struct {
 
 // Sender posts one notification; runtime/webhook sends it over HTTP.
 type Sender interface {
-	Send(ctx context.Context, m WebhookMessage) SendResult
+	Send(ctx context.Context, m Message) SendResult
 }
 
-// Delivery schedule (SPEC §11.3).
+// The delivery schedule: a failed attempt is tried again after a backoff
+// that doubles from DefaultBackoff up to DefaultMaxBackoff, and a
+// notification not delivered DefaultGiveUp after it was written is failed.
 const (
 	DefaultBackoff    = time.Second
 	DefaultMaxBackoff = 10 * time.Minute
@@ -57,14 +67,14 @@ const (
 	DefaultDeliveryHold = 30 * time.Second
 )
 
-// OutboxOptions are an Outbox's dependencies; Store and Sender are
+// Options are an Outbox's dependencies; Store and Sender are
 // required.
-type OutboxOptions struct {
-	Store  OutboxStore
+type Options struct {
+	Store  Store
 	Sender Sender
-	// Sealer opens the stored bodies; Plain when nil.
-	Sealer  Sealer
-	Metrics WebhookMetrics
+	// Sealer opens the stored bodies; runtime.Plain when nil.
+	Sealer  runtime.Sealer
+	Metrics Metrics
 	Logger  *slog.Logger
 	// Batch is how many notifications one claim takes (default 16); they
 	// are sent concurrently.
@@ -78,11 +88,28 @@ type OutboxOptions struct {
 	Backoff, MaxBackoff, GiveUp, Hold time.Duration
 }
 
+// Metrics is told the outcome of every delivery attempt: result is
+// Delivered, Retry or Failed (given up, or refused for good).
+type Metrics interface {
+	WebhookDelivered(result string)
+}
+
+// The outcomes of a delivery attempt, as Metrics is told them.
+const (
+	Delivered = "delivered"
+	Retry     = "retry"
+	Failed    = "failed"
+)
+
+type noMetrics struct{}
+
+func (noMetrics) WebhookDelivered(string) {}
+
 // Outbox delivers the notifications that steps wrote to the outbox, at
 // least once each, off every continuation's path: its loops have their
 // own goroutines and take their own connections.
 type Outbox struct {
-	o OutboxOptions
+	o Options
 	// records bounds how many outcomes are written at once: a batch's
 	// sends end together, and their writes must not take the pool's
 	// connections from the continuations.
@@ -92,13 +119,13 @@ type Outbox struct {
 // recordSlots is how many outcome writes an Outbox makes at once.
 const recordSlots = 4
 
-// NewOutbox returns an outbox deliverer.
-func NewOutbox(o OutboxOptions) *Outbox {
+// New returns an outbox deliverer.
+func New(o Options) *Outbox {
 	if o.Sealer == nil {
-		o.Sealer = Plain{}
+		o.Sealer = runtime.Plain{}
 	}
 	if o.Metrics == nil {
-		o.Metrics = noWebhookMetrics{}
+		o.Metrics = noMetrics{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -165,7 +192,7 @@ func (b *Outbox) DeliverDue(ctx context.Context) (int, error) {
 
 // attempt sends one claimed notification and records the outcome. The
 // record is written even when ctx ended meanwhile: the attempt happened.
-func (b *Outbox) attempt(ctx context.Context, d Delivery) {
+func (b *Outbox) attempt(ctx context.Context, d runtime.Delivery) {
 	res := b.send(ctx, d)
 	rec := context.WithoutCancel(ctx)
 	b.records <- struct{}{}
@@ -175,7 +202,7 @@ func (b *Outbox) attempt(ctx context.Context, d Delivery) {
 		if err := b.o.Store.MarkDelivered(rec, d.ID, res.Status); err != nil {
 			log.Warn("record delivered notification", "err", err)
 		}
-		b.o.Metrics.WebhookDelivered(DeliveryDelivered)
+		b.o.Metrics.WebhookDelivered(Delivered)
 		return
 	}
 	msg := res.Err.Error()
@@ -187,33 +214,33 @@ func (b *Outbox) attempt(ctx context.Context, d Delivery) {
 		if err := b.o.Store.MarkFailed(rec, d.ID, d.Attempts, res.Status, msg); err != nil {
 			log.Warn("record failed notification", "err", err)
 		}
-		b.o.Metrics.WebhookDelivered(DeliveryFailed)
+		b.o.Metrics.WebhookDelivered(Failed)
 		log.Warn("notification failed", "status", res.Status, "err", msg)
 		return
 	}
 	if err := b.o.Store.MarkRetry(rec, d.ID, d.Attempts, res.Status, msg, wait); err != nil {
 		log.Warn("record notification retry", "err", err)
 	}
-	b.o.Metrics.WebhookDelivered(DeliveryRetry)
+	b.o.Metrics.WebhookDelivered(Retry)
 	log.Info("notification will be retried", "status", res.Status, "err", msg, "in", wait.String())
 }
 
 // send opens the body and hands it to the sender.
-func (b *Outbox) send(ctx context.Context, d Delivery) SendResult {
-	body, err := b.o.Sealer.Open(d.Body, DeliveryPlace(d.RunID, d.WebhookID))
+func (b *Outbox) send(ctx context.Context, d runtime.Delivery) SendResult {
+	body, err := b.o.Sealer.Open(d.Body, runtime.DeliveryPlace(d.RunID, d.WebhookID))
 	switch {
-	case errors.Is(err, ErrKeyMissing):
+	case errors.Is(err, runtime.ErrKeyMissing):
 		// Another process may hold the key: retry, and fail only at the
 		// give-up like any other retry.
 		return SendResult{Err: errors.New("the body is sealed under a key this process does not hold")}
-	case errors.Is(err, ErrNotSealed):
+	case errors.Is(err, runtime.ErrNotSealed):
 		// Written before state keys were set: state reseal seals it, and
 		// a retry after that sends it.
 		return SendResult{Err: errors.New("the body is stored unsealed; turnstile state reseal seals it")}
 	case err != nil:
 		return SendResult{Err: fmt.Errorf("the body does not open: %w", err), Permanent: true}
 	}
-	return b.o.Sender.Send(ctx, WebhookMessage{ID: d.WebhookID, URL: d.URL, SecretEnv: d.SecretEnv, Body: body})
+	return b.o.Sender.Send(ctx, Message{ID: d.WebhookID, URL: d.URL, SecretEnv: d.SecretEnv, Body: body})
 }
 
 // backoff is the wait after a notification's attempt-th failed attempt:

@@ -1,4 +1,4 @@
-package runtime_test
+package outbox_test
 
 import (
 	"net/http"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/outbox"
 	"github.com/turnstile-dev/turnstile/runtime/webhook"
 	"github.com/turnstile-dev/turnstile/store/testrig"
 )
@@ -16,14 +17,14 @@ import (
 // answers 204.
 func BenchmarkOutboxDelivery(b *testing.B) {
 	rc := newReceiver(b, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	w := notifyWorld(b)
+	w := outboxWorld(b, runtime.PrivacyMetadata)
 	for done := 0; done < b.N; done += 1000 {
 		insertDeliveries(b, w, min(1000, b.N-done), rc.URL, "TEST_WEBHOOK_SECRET")
 	}
 	b.ResetTimer()
 	start := time.Now()
 	for range 2 {
-		runOutbox(b, outboxFor(w, runtime.OutboxOptions{}, webhook.Options{}), 2)
+		runOutbox(b, outboxFor(w, outbox.Options{}, webhook.Options{}), 2)
 	}
 	if !testrig.Eventually(5*time.Minute, func() bool {
 		return w.Count(b, `SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'delivered'`) == b.N
