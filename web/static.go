@@ -9,7 +9,7 @@ import (
 //go:embed static
 var static embed.FS
 
-// staticFiles serves the embedded script and style sheet under /static/.
+// staticFiles serves the embedded scripts and style sheet under /static/.
 func staticFiles() http.Handler {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {

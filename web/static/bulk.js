@@ -2,19 +2,16 @@
 // boxes are checked (each box belongs to the form through its form
 // attribute) are posted with fetch, every card shows its run's progress
 // from the NDJSON answer, and /inbox is loaded after the last line, where
-// the flash counts what was decided and refused. Without this script the
-// form posts natively and the server answers with a 303 and that flash.
+// the flash counts what was decided and refused. Without this script (or
+// without enhance.js, which it needs) the form posts natively and the
+// server answers with a 303 and that flash.
 (function () {
 	'use strict';
 
-	if (typeof window.fetch !== 'function' || typeof window.ReadableStream !== 'function' ||
-		typeof window.TextDecoder !== 'function' || typeof window.URLSearchParams !== 'function' ||
-		typeof window.FormData !== 'function') {
-		return;
-	}
+	var E = window.enhance;
+	if (!E) return;
 	var form = document.querySelector('form[data-bulk]');
 	if (!form) return;
-	var submitNative = HTMLFormElement.prototype.submit;
 	var status = form.querySelector('[data-testid="bulk-progress"]');
 	var busy = false;
 
@@ -51,8 +48,6 @@
 		if (state) p.setAttribute('data-bulk', state);
 	}
 
-	function steps(n) { return n + (n === 1 ? ' step' : ' steps'); }
-
 	function handle(msg, counts) {
 		switch (msg.type) {
 		case 'claimed':
@@ -62,7 +57,7 @@
 			say('Deciding ' + counts.total + ' runs…');
 			return false;
 		case 'progress':
-			show(msg.run, 'Continuing… ' + steps(msg.steps), 'progress');
+			show(msg.run, 'Continuing… ' + E.plural(msg.steps, 'step', 'steps'), 'progress');
 			return false;
 		case 'settled':
 			counts.settled++;
@@ -76,29 +71,12 @@
 		return false;
 	}
 
+	// follow reads the stream to its end; /inbox comes next however it
+	// ends, since the runs go on server-side.
 	async function follow(response) {
 		var counts = { total: 0, settled: 0 };
-		var decoder = new TextDecoder();
-		var buffered = '';
 		try {
-			var reader = response.body.getReader();
-			for (;;) {
-				var r = await reader.read();
-				buffered += r.done ? decoder.decode() : decoder.decode(r.value, { stream: true });
-				var parts = buffered.split('\n');
-				buffered = r.done ? '' : parts.pop();
-				for (var i = 0; i < parts.length; i++) {
-					var line = parts[i].trim();
-					if (!line) continue;
-					var msg;
-					try { msg = JSON.parse(line); } catch (e) { continue; }
-					if (msg && handle(msg, counts)) {
-						reader.cancel().catch(function () {});
-						return;
-					}
-				}
-				if (r.done) return;
-			}
+			await E.readLines(response, function (msg) { return handle(msg, counts); });
 		} catch (e) {
 			// A broken stream: the runs go on server-side.
 		} finally {
@@ -106,47 +84,38 @@
 		}
 	}
 
-	// fallBack posts natively, the button's choice in a hidden input, so
-	// that the server answers with its own page.
+	// setDisabled turns the buttons and the boxes (the reason stays
+	// editable) off while the stream runs.
+	function setDisabled(off) {
+		form.querySelectorAll('button').forEach(function (b) { b.disabled = off; });
+		boxes().forEach(function (b) { b.disabled = off; });
+	}
+
 	function fallBack(submitter) {
-		if (submitter && submitter.name) {
-			var input = document.createElement('input');
-			input.type = 'hidden';
-			input.name = submitter.name;
-			input.value = submitter.value;
-			form.appendChild(input);
-		}
-		form.querySelectorAll('button').forEach(function (b) { b.disabled = false; });
-		boxes().forEach(function (b) { b.disabled = false; });
-		submitNative.call(form);
+		setDisabled(false);
+		E.submitNatively(form, submitter);
 	}
 
 	form.addEventListener('submit', async function (event) {
 		event.preventDefault();
 		if (busy) return;
-		var submitter = event.submitter || null;
-		var data = new FormData(form);
-		if (submitter && submitter.name) data.append(submitter.name, submitter.value);
-		if (!data.getAll('run').length) {
+		var submitter = E.submitter(event);
+		var body = E.body(form, submitter);
+		if (!body.getAll('run').length) {
 			say('Select at least one run first.');
 			return;
 		}
 		busy = true;
-		var body = new URLSearchParams(data);
-		form.querySelectorAll('button').forEach(function (b) { b.disabled = true; });
-		boxes().forEach(function (b) { b.disabled = true; });
+		setDisabled(true);
 		say('Sending…');
 		var response;
 		try {
-			response = await window.fetch(form.action, {
-				method: 'POST', body: body, redirect: 'manual', credentials: 'same-origin',
-				headers: { 'Accept': 'application/x-ndjson' }
-			});
+			response = await E.post(E.action(form), body);
 		} catch (e) {
 			fallBack(submitter);
 			return;
 		}
-		if (response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400)) {
+		if (E.isRedirect(response)) {
 			window.location.assign('/inbox');
 			return;
 		}

@@ -2,36 +2,17 @@
 // start, resume, input): it posts them with fetch and stream=1, appends
 // every step with its full content to the output as it arrives, and
 // renders the terminal line: the answer, or the pending calls with the form
-// that resumes the run in place. Every form works without it: a native
-// post answers the playground page with the run's result.
+// that resumes the run in place. Every form works without it (and without
+// enhance.js, which it needs): a native post answers the playground page
+// with the run's result.
 (function () {
 	'use strict';
 
-	if (typeof window.fetch !== 'function' ||
-		typeof window.ReadableStream !== 'function' ||
-		typeof window.TextDecoder !== 'function' ||
-		typeof window.URLSearchParams !== 'function' ||
-		typeof window.FormData !== 'function') {
-		return;
-	}
-
-	// Schema fields may have any name, and a form's named controls shadow
-	// its own properties (an input named "action" hides form.action): call
-	// the prototypes' methods directly, as inbox.js does.
-	var E = Element.prototype;
-	function attr(el, name) { return E.getAttribute.call(el, name); }
-	function hasAttr(el, name) { return E.hasAttribute.call(el, name); }
-	function setAttr(el, name, value) { E.setAttribute.call(el, name, value); }
-	function removeAttr(el, name) { E.removeAttribute.call(el, name); }
-	function closest(el, sel) { return E.closest.call(el, sel); }
-	function all(el, sel) { return E.querySelectorAll.call(el, sel); }
-	function one(el, sel) { return E.querySelector.call(el, sel); }
-
-	var CONTROLS = 'input, select, textarea, button, fieldset';
+	var E = window.enhance;
+	if (!E) return;
+	var attr = E.attr, hasAttr = E.hasAttr, setAttr = E.setAttr, removeAttr = E.removeAttr,
+		closest = E.closest, all = E.all, one = E.one, plural = E.plural, disable = E.disable, enable = E.enable;
 	var busy = new WeakSet();
-	// The button that last submitted each form, for browsers without
-	// SubmitEvent.submitter.
-	var lastButton = new WeakMap();
 
 	// el builds an element: el('p', {class: 'meta'}, 'text', child…).
 	// Attributes whose value is false or null are left out.
@@ -59,10 +40,6 @@
 		}
 	}
 
-	function plural(n, one, many) {
-		return n + ' ' + (n === 1 ? one : many);
-	}
-
 	// The output area and its parts, as templates/playground.templ renders
 	// them.
 	function parts() {
@@ -84,25 +61,6 @@
 
 	function clear(node) {
 		while (node && node.firstChild) node.removeChild(node.firstChild);
-	}
-
-	function disable(form) {
-		all(form, CONTROLS).forEach(function (c) {
-			if (c.disabled) setAttr(c, 'data-was-disabled', '');
-			c.disabled = true;
-		});
-		setAttr(form, 'aria-busy', 'true');
-	}
-
-	function enable(form) {
-		all(form, CONTROLS).forEach(function (c) {
-			if (hasAttr(c, 'data-was-disabled')) {
-				removeAttr(c, 'data-was-disabled');
-			} else {
-				c.disabled = false;
-			}
-		});
-		removeAttr(form, 'aria-busy');
 	}
 
 	// Progress: a count of the steps seen, and a subtle "still working"
@@ -370,16 +328,7 @@
 	// terminal line arrived.
 	async function follow(response, p) {
 		var state = { steps: 0, keepalives: 0, done: false };
-		var decoder = new TextDecoder();
-		var buffered = '';
-		function handle(line) {
-			var msg;
-			try {
-				msg = JSON.parse(line);
-			} catch (e) {
-				return;
-			}
-			if (!msg || typeof msg !== 'object') return;
+		function handle(msg) {
 			switch (msg.type) {
 			case 'step':
 				state.steps++;
@@ -399,43 +348,19 @@
 				outcome(p, msg);
 			}
 		}
-		function lines(chunk, last) {
-			buffered += chunk;
-			var got = buffered.split('\n');
-			buffered = last ? '' : got.pop();
-			got.forEach(function (l) {
-				l = l.trim();
-				if (l && !state.done) handle(l);
-			});
-		}
 		progress(p, state);
-		if (!response.body || typeof response.body.getReader !== 'function') {
-			lines(await response.text(), true);
+		return E.readLines(response, function (msg) {
+			handle(msg);
 			return state.done;
-		}
-		var reader = response.body.getReader();
-		for (;;) {
-			var r = await reader.read();
-			if (r.done) {
-				lines(decoder.decode(), true);
-				return state.done;
-			}
-			lines(decoder.decode(r.value, { stream: true }), false);
-			if (state.done) {
-				reader.cancel().catch(function () {});
-				return true;
-			}
-		}
+		});
 	}
 
 	async function send(form, submitter) {
 		var p = parts();
 		var kind = attr(form, 'data-playground');
-		var data = new FormData(form);
-		if (submitter && submitter.name) data.append(submitter.name, submitter.value);
-		var body = new URLSearchParams(data);
+		var body = E.body(form, submitter);
 		body.set('stream', '1');
-		var action = new URL(attr(form, 'action') || '', window.location.href).href;
+		var action = E.action(form);
 
 		clearErrors(form);
 		if (kind === 'start') {
@@ -456,13 +381,7 @@
 
 		var response;
 		try {
-			response = await window.fetch(action, {
-				method: 'POST',
-				body: body,
-				headers: { 'Accept': 'application/x-ndjson' },
-				redirect: 'manual',
-				credentials: 'same-origin'
-			});
+			response = await E.post(action, body);
 		} catch (e) {
 			enable(form);
 			showError(form, p, 'The server could not be reached. Try again.');
@@ -492,11 +411,6 @@
 		if (kind === 'start') enable(form);
 	}
 
-	document.addEventListener('click', function (event) {
-		var button = event.target instanceof Element ? closest(event.target, 'button, input[type="submit"]') : null;
-		if (button && button.form) lastButton.set(button.form, button);
-	}, true);
-
 	document.addEventListener('submit', function (event) {
 		var form = event.target;
 		if (!(form instanceof HTMLFormElement) || !hasAttr(form, 'data-playground')) return;
@@ -504,8 +418,7 @@
 		event.preventDefault();
 		if (busy.has(form)) return;
 		busy.add(form);
-		var submitter = event.submitter !== undefined ? event.submitter : lastButton.get(form) || null;
-		send(form, submitter).finally(function () { busy.delete(form); });
+		send(form, E.submitter(event)).finally(function () { busy.delete(form); });
 	});
 
 	// A page restored from the back/forward cache still shows forms frozen

@@ -1,0 +1,53 @@
+package templates
+
+import (
+	"slices"
+	"testing"
+
+	"golang.org/x/net/html"
+)
+
+// TestScripts: every page loads enhance.js first and each page script
+// after it, all as deferred files under /static/ (deferred scripts run in
+// document order, and the page scripts use what enhance.js defines; the
+// Content-Security-Policy allows no inline script).
+func TestScripts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		page func() *html.Node
+		want []string
+	}{
+		{"login", func() *html.Node { _, doc := render(t, Login(LoginPage{})); return doc },
+			[]string{"/static/enhance.js", "/static/inbox.js"}},
+		{"error", func() *html.Node { _, doc := render(t, Error(ErrorPage{Status: 404})); return doc },
+			[]string{"/static/enhance.js", "/static/inbox.js"}},
+		{"inbox with the bulk form", func() *html.Node {
+			_, doc := render(t, Inbox(InboxPage{Page: samplePage(), Now: now, Total: 1, Bulk: true}))
+			return doc
+		}, []string{"/static/enhance.js", "/static/inbox.js", "/static/bulk.js"}},
+		{"playground", func() *html.Node {
+			_, doc := render(t, Playground(PlaygroundPage{Page: samplePage()}))
+			return doc
+		}, []string{"/static/enhance.js", "/static/inbox.js", "/static/playground.js"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, s := range findAll(tc.page(), is("script")) {
+				src, _ := attr(s, "src")
+				got = append(got, src)
+				if _, ok := attr(s, "defer"); !ok {
+					t.Errorf("script %q is not deferred", src)
+				}
+				if typ, ok := attr(s, "type"); ok {
+					t.Errorf("script %q has type %q: the scripts are classic", src, typ)
+				}
+				if s.FirstChild != nil {
+					t.Errorf("script %q has inline content", src)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("scripts in order: got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
