@@ -189,4 +189,3 @@ func TestDecisionStatements(t *testing.T) {
 		})
 	}
 }
-
