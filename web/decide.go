@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/schema"
 )
 
 // The one decision flow. Every surface that decides — the inbox, the
@@ -105,11 +104,20 @@ func (s *Server) approval(req runtime.DecideRequest) ask {
 }
 
 // approvalForm reads an approval or denial posted as a form: the hidden
-// turn_digest, decision, scope and reason.
+// turn_digest, decision, scope and reason, and the form itself, whose edit
+// fields (see edit.go) the pipeline reads against the turn it decides.
 func approvalForm(r *http.Request, id int64) runtime.DecideRequest {
 	f := r.PostForm
 	return runtime.DecideRequest{RunID: id, Digest: f.Get("turn_digest"), Decision: f.Get("decision"),
-		Scope: f.Get("scope"), Reason: f.Get("reason"), Actor: actorOf(r)}
+		Scope: f.Get("scope"), Reason: f.Get("reason"), Actor: actorOf(r), Form: f}
+}
+
+// inputForm reads an answer to an input turn posted as a form: the hidden
+// turn_digest, and the fields, which the pipeline reads by the schema of
+// the turn it answers.
+func inputForm(r *http.Request, id int64) runtime.InputRequest {
+	return runtime.InputRequest{RunID: id, Digest: r.PostForm.Get("turn_digest"), Form: r.PostForm,
+		Actor: currentUser(r).Actor()}
 }
 
 // answering asks the engine to take an answer to an input turn.
@@ -117,25 +125,6 @@ func (s *Server) answering(req runtime.InputRequest) ask {
 	return func(ctx context.Context, path string) (*runtime.Continuation, error) {
 		req.Path = path
 		return s.engine.SubmitInput(ctx, req)
-	}
-}
-
-// formAnswer asks the engine to take an answer posted as a form, read by
-// the schema of the turn it answers. Fields that do not parse are
-// reported at the pipeline's validation step, after its other checks; when
-// the run waits for no input the answer is empty, and the pipeline refuses
-// it.
-func (s *Server) formAnswer(req runtime.InputRequest, form map[string][]string) ask {
-	return func(ctx context.Context, path string) (*runtime.Continuation, error) {
-		turn, err := s.engine.Turn(ctx, req.RunID)
-		if err != nil {
-			return nil, err
-		}
-		req.Input = []byte(`{}`)
-		if turn != nil && turn.Kind == runtime.TurnInput {
-			req.Input, req.FormErrors = schema.FromForm(turn.Schema, form)
-		}
-		return s.answering(req)(ctx, path)
 	}
 }
 

@@ -341,7 +341,7 @@ func (s *Server) decision(w http.ResponseWriter, r *http.Request, ps httprouter.
 	}
 	req := approvalForm(r, id)
 	req.Inbox = true
-	s.decide(w, r, s.at.inbox, id, s.editedApproval(req, r.PostForm))
+	s.decide(w, r, s.at.inbox, id, s.approval(req))
 }
 
 // input answers an input turn from the inbox.
@@ -350,8 +350,9 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	if !ok {
 		return
 	}
-	s.decide(w, r, s.at.inbox, id, s.formAnswer(runtime.InputRequest{RunID: id, Digest: r.PostForm.Get("turn_digest"),
-		Actor: currentUser(r).Actor(), Inbox: true}, r.PostForm))
+	req := inputForm(r, id)
+	req.Inbox = true
+	s.decide(w, r, s.at.inbox, id, s.answering(req))
 }
 
 // outcomeFlash says what a decision did and how its continuation ended:

@@ -92,7 +92,7 @@ func (s *Server) playgroundResume(w http.ResponseWriter, r *http.Request, ps htt
 	if !ok {
 		return
 	}
-	s.decide(w, r, s.at.playground, id, s.editedApproval(approvalForm(r, id), r.PostForm))
+	s.decide(w, r, s.at.playground, id, s.approval(approvalForm(r, id)))
 }
 
 // playgroundInput answers the input turn of a run with the form's fields,
@@ -102,8 +102,7 @@ func (s *Server) playgroundInput(w http.ResponseWriter, r *http.Request, ps http
 	if !ok {
 		return
 	}
-	s.decide(w, r, s.at.playground, id, s.formAnswer(runtime.InputRequest{RunID: id,
-		Digest: r.PostForm.Get("turn_digest"), Actor: currentUser(r).Actor()}, r.PostForm))
+	s.decide(w, r, s.at.playground, id, s.answering(inputForm(r, id)))
 }
 
 // playgroundRun answers a claimed continuation as the request asked: see

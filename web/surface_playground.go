@@ -42,12 +42,17 @@ func (sf playgroundSurface) follow(w http.ResponseWriter, r *http.Request, f *fo
 }
 
 // invalid shows the playground again with the run's input form, the
-// admin's values and a message per field: a refused answer.
+// admin's values and a message per field: a refused answer. A run that no
+// longer waits for input by then (someone answered or cancelled it since)
+// is refused as the table says.
 func (sf playgroundSurface) invalid(w http.ResponseWriter, r *http.Request, id int64, ref *runtime.Refusal) {
 	s := sf.s
 	turn, err := s.engine.Turn(r.Context(), id)
-	if err != nil || turn == nil || len(turn.Calls) == 0 {
-		s.refuse(w, r, s.at.page, id, err)
+	if err == nil && turn.Kind != runtime.TurnInput {
+		err = &runtime.Refusal{Code: runtime.CodeNotWaiting, Message: fmt.Sprintf("run %d waits for no input", id)}
+	}
+	if err != nil {
+		s.refuse(w, r, sf, id, err)
 		return
 	}
 	o := pausedOutcome(outcomeAwaitingInput, r.PostForm.Get("turn_digest"), turn)
