@@ -74,7 +74,7 @@ func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest, choose Pa
 			out[i].Err = err
 			continue
 		}
-		if len(reqs[i].Arguments) > 0 || len(reqs[i].FormErrors) > 0 {
+		if len(reqs[i].Arguments) > 0 || hasEdits(reqs[i].Form) {
 			out[i].Err = refuse(CodeInvalidRequest, "a bulk decision edits no call: edit run %d's calls in a decision of its own", reqs[i].RunID)
 			continue
 		}

@@ -29,9 +29,11 @@ type DecideRequest struct {
 	// approval of the turn with the calls edited (see edit.go). Only with
 	// DecisionApprove.
 	Arguments map[string]json.RawMessage
-	// FormErrors are edited fields a surface could not even read, keyed
-	// as EditField keys; reported with the schema's messages.
-	FormErrors map[string]string
+	// Form is the decision's form as a page posted it, values by field
+	// name. When it holds an edit form's fields (see edit.go) they are
+	// read against the pending turn in place of Arguments, at the step
+	// that checks the edits; its other fields are ignored.
+	Form map[string][]string
 }
 
 // InputRequest is a person's answer to an input turn.
@@ -39,13 +41,16 @@ type InputRequest struct {
 	RunID  int64
 	Digest string
 	Input  json.RawMessage
-	// FormErrors are fields a surface could not even read (text where a
-	// number belongs); they are reported with the schema's own messages,
-	// at the pipeline's validation step, after the checks before it.
-	FormErrors map[string]string
-	Actor      Actor
-	Path       string
-	Inbox      bool
+	// Form, when not nil, is the answer as a page posted it, values by
+	// field name: it is read by the pending turn's schema in place of
+	// Input, at the pipeline's validation step, after the checks before
+	// it; a field that does not even parse (text where a number belongs)
+	// is refused with the schema's own messages. Fields the schema does
+	// not name (turn_digest, csrf_token) are ignored.
+	Form  map[string][]string
+	Actor Actor
+	Path  string
+	Inbox bool
 }
 
 // Decide runs the decision pipeline for an approval or a denial: the checks
@@ -69,8 +74,12 @@ func (e *Engine) Decide(ctx context.Context, req DecideRequest) (*Continuation, 
 	}
 	d := DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}
 	if p.approve {
+		edits, formErrors := req.Arguments, map[string]string(nil)
+		if hasEdits(req.Form) {
+			edits, formErrors = p.e.readEditForm(p.state.Pending, req.Form)
+		}
 		var err error
-		if d.Arguments, err = p.checkEdits(ctx, req.Arguments, req.FormErrors); err != nil {
+		if d.Arguments, err = p.checkEdits(ctx, edits, formErrors); err != nil {
 			return nil, err
 		}
 	}
@@ -96,7 +105,7 @@ func validDecision(req *DecideRequest) error {
 	if utf8.RuneCountInString(req.Reason) > maxReasonRunes || !utf8.ValidString(req.Reason) {
 		return refuse(CodeInvalidRequest, "the reason must be valid text of at most %d characters", maxReasonRunes)
 	}
-	if req.Decision != DecisionApprove && (len(req.Arguments) > 0 || len(req.FormErrors) > 0) {
+	if req.Decision != DecisionApprove && (len(req.Arguments) > 0 || hasEdits(req.Form)) {
 		return refuse(CodeInvalidRequest, "arguments come only with an approval: an edited call is approved as edited")
 	}
 	return nil
@@ -125,9 +134,13 @@ func (e *Engine) SubmitInput(ctx context.Context, req InputRequest) (*Continuati
 	if err := p.check(ctx); err != nil {
 		return nil, err
 	}
+	raw, formErrors := req.Input, map[string]string(nil)
+	if req.Form != nil {
+		raw, formErrors = e.validator.FromForm(p.state.Pending.Schema, req.Form)
+	}
 	// What is checked is what is stored and what the model reads: the
 	// answer read strictly and written again, never the bytes as sent.
-	input, err := NormalizeJSON(req.Input)
+	input, err := NormalizeJSON(raw)
 	var bad *JSONError
 	if errors.As(err, &bad) {
 		field := ""
@@ -146,7 +159,7 @@ func (e *Engine) SubmitInput(ctx context.Context, req InputRequest) (*Continuati
 		return nil, &Refusal{Code: CodeInvalidInput, Message: "the answer is not valid JSON",
 			Fields: map[string]string{"": err.Error()}}
 	}
-	for k, v := range req.FormErrors {
+	for k, v := range formErrors {
 		if fields == nil {
 			fields = map[string]string{}
 		}

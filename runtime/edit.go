@@ -28,9 +28,116 @@ import (
 // "arguments.<call id>.<property>" for one of its top-level properties.
 func EditField(callID, property string) string {
 	if property == "" {
-		return "arguments." + callID
+		return editPrefix + callID
 	}
-	return "arguments." + callID + "." + property
+	return editPrefix + callID + "." + property
+}
+
+// editPrefix starts the names of an edit form's fields.
+const editPrefix = "arguments."
+
+// An edit form, as the pages post it: for a tool whose arguments are a flat
+// object, one field per property, named EditField(call id, property); for
+// any other one JSON text field, EditField(call id, ""); and edit=<call id>
+// to say which call the form edits, so that a form whose every checkbox
+// is clear still counts as an edit. The pipeline reads it against the
+// pending turn (readEditForm) where it checks edits.
+
+// editFormField is the name of an edit form's field that names the call it
+// edits.
+const editFormField = "edit"
+
+// hasEdits reports whether a posted form edits a call.
+func hasEdits(form map[string][]string) bool {
+	if len(form[editFormField]) > 0 {
+		return true
+	}
+	for k := range form {
+		if strings.HasPrefix(k, editPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// readEditForm reads an edit form into replacement arguments by call id,
+// for checkEdits, and the fields that do not even parse (text in a number
+// field), keyed as EditField keys. The fields of a call are read by its
+// built-in tool's parameters schema. What names no call of the turn is
+// passed on as it is, for checkEdits to refuse: an edit is never dropped
+// silently.
+func (e *Engine) readEditForm(turn *PendingTurn, form map[string][]string) (map[string]json.RawMessage, map[string]string) {
+	calls := append([]ToolCall(nil), turn.Calls...)
+	// The longest call id first: a call id may contain a dot, and then
+	// "arguments.a.b.c" must be read as call "a.b", property "c", when
+	// the turn has a call "a.b".
+	sort.Slice(calls, func(i, j int) bool { return len(calls[i].ID) > len(calls[j].ID) })
+	texts := map[string]string{}
+	flat := map[string]map[string][]string{}
+	raw := map[string]json.RawMessage{}
+	for k, vs := range form {
+		rest, ok := strings.CutPrefix(k, editPrefix)
+		if !ok || len(vs) == 0 {
+			continue
+		}
+		matched := false
+		for _, c := range calls {
+			if rest == c.ID {
+				texts[c.ID], matched = vs[0], true
+				break
+			}
+			if prop, ok := strings.CutPrefix(rest, c.ID+"."); ok {
+				if flat[c.ID] == nil {
+					flat[c.ID] = map[string][]string{}
+				}
+				flat[c.ID][prop], matched = vs, true
+				break
+			}
+		}
+		if !matched {
+			raw[rest] = json.RawMessage(vs[0])
+		}
+	}
+	for _, id := range form[editFormField] {
+		if _, ok := texts[id]; ok {
+			continue
+		}
+		if _, ok := flat[id]; !ok {
+			flat[id] = map[string][]string{}
+		}
+	}
+	var formErrors map[string]string
+	for _, c := range calls {
+		if text, ok := texts[c.ID]; ok {
+			raw[c.ID] = json.RawMessage(text)
+			continue
+		}
+		values, ok := flat[c.ID]
+		if !ok {
+			continue
+		}
+		delete(flat, c.ID)
+		t, known := e.Tool(c.Name)
+		if !known {
+			// No form of fields was offered for it: the edit is read
+			// as nothing, and checkEdits says what is missing.
+			raw[c.ID] = json.RawMessage(`{}`)
+			continue
+		}
+		args, msgs := e.validator.FromForm(t.Spec().Parameters, values)
+		raw[c.ID] = args
+		for prop, msg := range msgs {
+			if formErrors == nil {
+				formErrors = map[string]string{}
+			}
+			formErrors[EditField(c.ID, prop)] = msg
+		}
+	}
+	// An edit= naming no call of the turn is refused like a field would be.
+	for id := range flat {
+		raw[id] = json.RawMessage(`{}`)
+	}
+	return raw, formErrors
 }
 
 // checkEdits validates an approval's replacement arguments: each must name

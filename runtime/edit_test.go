@@ -139,7 +139,7 @@ func TestBadEditsWriteNothing(t *testing.T) {
 		name     string
 		decision string
 		args     map[string]json.RawMessage
-		form     map[string]string
+		form     map[string][]string // an edit form as a page posts it
 		code     runtime.Code
 		field    string // a key the refusal's Fields must hold
 		message  string // a phrase its message must hold
@@ -162,9 +162,9 @@ func TestBadEditsWriteNothing(t *testing.T) {
 			code: runtime.CodeInvalidInput, field: "arguments." + id + ".order_id", message: "is required"},
 		{name: "schema: unknown property", args: edit(paused, fmt.Sprintf(`{"order_id":%q,"to_account":"X"}`, order)),
 			code: runtime.CodeInvalidInput, field: "arguments." + id + ".to_account", message: "is not allowed"},
-		{name: "a form field that does not parse", args: edit(paused, fmt.Sprintf(`{"order_id":%q}`, order)),
-			form: map[string]string{"arguments." + id + ".amount_cents": "must be a whole number"},
-			code: runtime.CodeInvalidInput, field: "arguments." + id + ".amount_cents"},
+		{name: "a form field that does not parse",
+			form: map[string][]string{"edit": {id}, "arguments." + id + ".order_id": {order}, "arguments." + id + ".amount_cents": {"ten"}},
+			code: runtime.CodeInvalidInput, field: "arguments." + id + ".amount_cents", message: "must be a whole number"},
 		{name: "arguments with a denial", decision: runtime.DecisionDeny, args: edit(paused, fmt.Sprintf(`{"order_id":%q}`, order)),
 			code: runtime.CodeInvalidRequest, message: "only with an approval"},
 	} {
@@ -175,7 +175,7 @@ func TestBadEditsWriteNothing(t *testing.T) {
 				decision = runtime.DecisionApprove
 			}
 			c, err := f.Engine.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
-				Decision: decision, Actor: f.approver, Arguments: tc.args, FormErrors: tc.form})
+				Decision: decision, Actor: f.approver, Arguments: tc.args, Form: tc.form})
 			if c != nil {
 				c.Run(context.Background(), nil)
 				t.Fatal("the edit was claimed")

@@ -261,6 +261,63 @@ func TestInputAnswersTheTool(t *testing.T) {
 	}
 }
 
+// TestInputFormIsReadByTheTurnsSchema: an answer posted as a form is read
+// by the schema of the turn the pipeline checked, after its other checks:
+// a field that does not parse is invalid_input beside the schema's own
+// messages, with nothing written; a good one is stored typed.
+func TestInputFormIsReadByTheTurnsSchema(t *testing.T) {
+	f := newFixture(t, 0, inputYAML)
+	ctx := context.Background()
+	paused, _ := f.Waiting(t, "input")
+	before := f.State(t, paused.RunID)
+	_, err := f.Engine.SubmitInput(ctx, runtime.InputRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Form: map[string][]string{"turn_digest": {paused.Digest}, "amount": {"lots"}}, Actor: f.owner})
+	var ref *runtime.Refusal
+	if !asRefusal(err, &ref) || ref.Code != runtime.CodeInvalidInput || ref.Fields["amount"] != "must be a whole number" {
+		t.Fatalf("err = %v (%+v), want invalid_input saying amount must be a whole number", err, ref)
+	}
+	f.Unchanged(t, paused.RunID, before)
+	// A stranger's form is refused as a missing run, before it is read.
+	if _, err := f.Engine.SubmitInput(ctx, runtime.InputRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Form: map[string][]string{"amount": {"lots"}}, Actor: f.other}); runtime.CodeOf(err) != runtime.CodeNotFound {
+		t.Errorf("a stranger's form: %v, want not_found", err)
+	}
+	c, err := f.Engine.SubmitInput(ctx, runtime.InputRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Form: map[string][]string{"turn_digest": {paused.Digest}, "amount": {" 250 "}, "note": {"fine"}}, Actor: f.owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Run(ctx, nil)
+	d, err := f.Store.Decision(ctx, paused.RunID, paused.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"amount":250,"note":"fine"}`; string(d.Input) != want {
+		t.Errorf("stored input = %s, want %s", d.Input, want)
+	}
+}
+
+// TestTurn: the turn a run waits on, or a refusal that says why there is
+// none.
+func TestTurn(t *testing.T) {
+	f := newFixture(t, 0, inputYAML)
+	ctx := context.Background()
+	paused, _ := f.Waiting(t, "input")
+	turn, err := f.Engine.Turn(ctx, paused.RunID)
+	if err != nil || turn.Kind != runtime.TurnInput || len(turn.Schema) == 0 {
+		t.Fatalf("Turn = %+v, %v; want the input turn", turn, err)
+	}
+	if _, err := f.Engine.Turn(ctx, paused.RunID+1000); runtime.CodeOf(err) != runtime.CodeNotFound {
+		t.Errorf("Turn of a missing run: %v, want not_found", err)
+	}
+	if _, err := f.Engine.Cancel(ctx, paused.RunID, f.owner); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Engine.Turn(ctx, paused.RunID); runtime.CodeOf(err) != runtime.CodeNotWaiting {
+		t.Errorf("Turn of a cancelled run: %v, want not_waiting", err)
+	}
+}
+
 // A hundred people press Approve on the same form at once, on a hundred runs:
 // exactly one continuation per run, and every order refunded once.
 func TestConcurrentDecisionsContinueOnce(t *testing.T) {

@@ -152,21 +152,25 @@ func (e *Engine) Detail(ctx context.Context, runID int64, actor Actor) (*RunDeta
 	return &RunDetail{Run: run, Configuration: cfg, Events: events}, nil
 }
 
-// Turn returns the turn a run waits on, or nil when it waits on none (or
-// its state cannot be read: the decision pipeline refuses that on its own).
-// It checks no permission: surfaces use it only to read a submitted input
-// form by its schema before the pipeline decides.
+// Turn returns the turn a run waits on. Refusals: not_found for a run that
+// does not exist, not_waiting for one that waits on no turn, and
+// unreadable_state when its suspended state cannot be read. It checks no
+// permission: a surface uses it only to show again a form the pipeline
+// refused to this very actor.
 func (e *Engine) Turn(ctx context.Context, runID int64) (*PendingTurn, error) {
 	run, err := e.store.Run(ctx, runID)
 	if errors.Is(err, ErrNotFound) {
-		return nil, nil
+		return nil, refuse(CodeNotFound, "no run %d", runID)
 	}
 	if err != nil {
 		return nil, err
 	}
+	if !run.Status.Waiting() {
+		return nil, refuse(CodeNotWaiting, "run %d is %s: it waits on no turn", runID, run.Status)
+	}
 	state, err := e.decodeState(run.ID, run.State)
-	if err != nil || !run.Status.Waiting() {
-		return nil, nil
+	if err != nil || state.Pending == nil {
+		return nil, refuse(CodeUnreadableState, "the suspended state of run %d cannot be read", runID)
 	}
 	return state.Pending, nil
 }

@@ -21,41 +21,6 @@ import (
 // when the client accepts application/x-ndjson, else answered as one JSON
 // document.
 
-// apiSurface answers the API's decisions: in the request whenever a slot
-// is free, for the API wants the outcome; with every slot taken on the
-// durable path when a worker lives, answered 202 with the run decided.
-// The steps carry their content for the run's owner and admins, and none
-// for a decider who holds the approve grant only, who may decide the run
-// but not read it (as in the inbox).
-func (s *Server) apiSurface() *surface {
-	return &surface{name: "api",
-		html: func(*http.Request) bool { return false },
-		want: func(*http.Request) want { return wantStream },
-		recorded: func(w http.ResponseWriter, r *http.Request, id int64) {
-			// The decider may hold only the approve grant, so the answer
-			// tells no more of the run than the decision itself.
-			s.writeJSON(w, http.StatusAccepted, map[string]any{"path": runtime.PathDurable,
-				"run": map[string]any{"id": id, "status": runtime.StatusDecided}})
-		},
-		run: func(w http.ResponseWriter, r *http.Request, c *runtime.Continuation) {
-			full := actorOf(r).MayRead(c.OwnerID())
-			if wantsStream(r) {
-				s.streamSteps(w, r, c, full)
-				return
-			}
-			steps, out := collectSteps(w, r, c, full)
-			s.writeJSON(w, http.StatusOK, map[string]any{"steps": steps, "outcome": outcomeLine(out, full)})
-		},
-		follow: func(w http.ResponseWriter, r *http.Request, f *follower) bool {
-			if !wantsStream(r) {
-				return false
-			}
-			s.streamSteps(w, r, f, f.sum.MayRead)
-			return true
-		},
-	}
-}
-
 // openAPIDocument describes every /api route; web/openapi_test.go keeps it
 // and the router in step.
 //

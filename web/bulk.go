@@ -139,7 +139,7 @@ func (s *Server) bulkPaths(ctx context.Context, n int, stream bool) (paths []str
 }
 
 // decideMany carries a bulk through the pipeline and answers it on sf.
-func (s *Server) decideMany(w http.ResponseWriter, r *http.Request, sf *surface, reqs []runtime.DecideRequest) {
+func (s *Server) decideMany(w http.ResponseWriter, r *http.Request, sf surface, reqs []runtime.DecideRequest) {
 	stream := wantsStream(r)
 	var held []func()
 	var busy error
@@ -169,7 +169,7 @@ func (s *Server) decideMany(w http.ResponseWriter, r *http.Request, sf *surface,
 				code = codeInternal
 			}
 			if code != codeInternal {
-				s.metrics.Refused(sf.name, string(code))
+				s.metrics.Refused(sf.name(), string(code))
 			}
 			refused = append(refused, refusedJSON{Run: d.RunID, Code: string(code), Message: refusalMessage(d.Err)})
 			continue
@@ -287,7 +287,7 @@ func (b bulkRun) run(ctx context.Context, st *stream) []runtime.Outcome {
 // bulkAnswer answers a bulk that was not streamed: the inbox with a 303
 // and a flash counting what was claimed and refused, the API with the
 // result of every run in order.
-func (s *Server) bulkAnswer(w http.ResponseWriter, r *http.Request, sf *surface, decision string, res []runtime.Decided,
+func (s *Server) bulkAnswer(w http.ResponseWriter, r *http.Request, sf surface, decision string, res []runtime.Decided,
 	claimed []int64, refused []refusedJSON, outs []runtime.Outcome) {
 	if sf.html(r) {
 		s.flash(r.Context(), bulkFlash(decision, claimed, len(outs) < len(claimed), refused, outs))

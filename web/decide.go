@@ -7,43 +7,68 @@ import (
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
-	"github.com/turnstile-dev/turnstile/runtime/schema"
 )
 
 // The one decision flow. Every surface that decides — the inbox, the
-// playground, the JSON API — sends its decisions through decide: the path
-// is chosen before anything is claimed (in this request, or a worker's;
-// see admission), the engine runs its pipeline, and then the surface
-// answers as it says: a refusal through the one table (refuse), a decision
-// a worker carries out, or the continuation run in this request.
+// playground, the JSON API, each a type of its own in a surface_*.go
+// file — sends its decisions through decide: the path is chosen before
+// anything is claimed (in this request, or a worker's; see admission), the
+// engine runs its pipeline, and then the surface answers as it says: a
+// refusal through the one table (refuse), a decision a worker carries
+// out, or the continuation run in this request.
 
-// A surface is where a request comes from, and how it is answered.
-type surface struct {
+// A surface is where a request comes from, and how its refusals are
+// answered (see refuse): every handler answers on one. The decision
+// surfaces are deciders; the run page and the history are only surfaces.
+type surface interface {
 	// name labels the surface's refusals in the metrics; "" counts none.
-	name string
+	name() string
 	// html reports whether the request is answered with pages (else JSON).
-	html func(r *http.Request) bool
+	html(r *http.Request) bool
 	// back is where a page's refusal sends the user, with its flash.
-	back func(id int64) string
-	// ownWords: the flash of a refusal is the refusal's own message, not
-	// the table's (the run page's cancel, whose messages are written for
-	// people).
-	ownWords bool
-	// invalid shows a refused input form again (422); nil answers the
-	// table's status.
-	invalid func(w http.ResponseWriter, r *http.Request, id int64, ref *runtime.Refusal)
-	// want says what the request would have of its continuation's path.
-	want func(r *http.Request) want
-	// recorded answers a decision the durable path took.
-	recorded func(w http.ResponseWriter, r *http.Request, id int64)
-	// run carries a claimed continuation out in the request and answers.
-	run func(w http.ResponseWriter, r *http.Request, c *runtime.Continuation)
-	// follow, when set, answers a request that would have streamed the
-	// continuation of a turn someone else won: it streams theirs (see
-	// follow.go). It reports false, having written nothing, for a request
-	// it would not stream, which is then refused as usual.
-	follow func(w http.ResponseWriter, r *http.Request, f *follower) bool
+	back(id int64) string
+	// ownWords reports whether the flash of a refusal is the refusal's
+	// own message rather than the table's (the run page's cancel, whose
+	// messages are written for people).
+	ownWords() bool
 }
+
+// A decider is a surface that decisions come from: the flow (decide) asks
+// it which path the request would have its continuation take, and answers
+// through it.
+type decider interface {
+	surface
+	// want says what the request would have of its continuation's path.
+	want(r *http.Request) want
+	// recorded answers a decision the durable path took.
+	recorded(w http.ResponseWriter, r *http.Request, id int64)
+	// run carries a claimed continuation out in the request and answers.
+	run(w http.ResponseWriter, r *http.Request, c *runtime.Continuation)
+	// follow answers a request that would have streamed the continuation
+	// of a turn someone else won: it streams theirs (see follow.go). It
+	// reports false, having written nothing, for a request it would not
+	// stream, which is then refused as usual.
+	follow(w http.ResponseWriter, r *http.Request, f *follower) bool
+}
+
+// A formSurface shows a refused input form again, with the user's values
+// and a message per field (422). On a surface that is not one, a page's
+// invalid_input is the table's error page.
+type formSurface interface {
+	surface
+	invalid(w http.ResponseWriter, r *http.Request, id int64, ref *runtime.Refusal)
+}
+
+// Each surface as what it is: a method whose signature drifts fails to
+// compile here instead of dropping out of refuse's type assertion.
+var (
+	_ decider     = inboxSurface{}
+	_ formSurface = inboxSurface{}
+	_ decider     = playgroundSurface{}
+	_ formSurface = playgroundSurface{}
+	_ decider     = apiSurface{}
+	_ surface     = pageSurface{}
+)
 
 // ask is a decision put to the engine on a path the flow chose; it returns
 // the continuation to run in the request, or nil when a worker carries the
@@ -51,7 +76,7 @@ type surface struct {
 type ask func(ctx context.Context, path string) (*runtime.Continuation, error)
 
 // decide carries one decision about run id through the flow.
-func (s *Server) decide(w http.ResponseWriter, r *http.Request, sf *surface, id int64, decide ask) {
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, sf decider, id int64, decide ask) {
 	path, release, err := s.admission.choose(r.Context(), sf.want(r))
 	if err != nil {
 		s.refuse(w, r, sf, id, err)
@@ -60,7 +85,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, sf *surface, id 
 	defer release()
 	c, err := decide(r.Context(), path)
 	switch {
-	case err != nil && sf.follow != nil && s.followed(w, r, sf, id, err, release):
+	case err != nil && s.followed(w, r, sf, id, err, release):
 	case err != nil:
 		s.refuse(w, r, sf, id, err)
 	case c == nil:
@@ -79,11 +104,20 @@ func (s *Server) approval(req runtime.DecideRequest) ask {
 }
 
 // approvalForm reads an approval or denial posted as a form: the hidden
-// turn_digest, decision, scope and reason.
+// turn_digest, decision, scope and reason, and the form itself, whose edit
+// fields (see edit.go) the pipeline reads against the turn it decides.
 func approvalForm(r *http.Request, id int64) runtime.DecideRequest {
 	f := r.PostForm
 	return runtime.DecideRequest{RunID: id, Digest: f.Get("turn_digest"), Decision: f.Get("decision"),
-		Scope: f.Get("scope"), Reason: f.Get("reason"), Actor: actorOf(r)}
+		Scope: f.Get("scope"), Reason: f.Get("reason"), Actor: actorOf(r), Form: f}
+}
+
+// inputForm reads an answer to an input turn posted as a form: the hidden
+// turn_digest, and the fields, which the pipeline reads by the schema of
+// the turn it answers.
+func inputForm(r *http.Request, id int64) runtime.InputRequest {
+	return runtime.InputRequest{RunID: id, Digest: r.PostForm.Get("turn_digest"), Form: r.PostForm,
+		Actor: currentUser(r).Actor()}
 }
 
 // answering asks the engine to take an answer to an input turn.
@@ -91,25 +125,6 @@ func (s *Server) answering(req runtime.InputRequest) ask {
 	return func(ctx context.Context, path string) (*runtime.Continuation, error) {
 		req.Path = path
 		return s.engine.SubmitInput(ctx, req)
-	}
-}
-
-// formAnswer asks the engine to take an answer posted as a form, read by
-// the schema of the turn it answers. Fields that do not parse are
-// reported at the pipeline's validation step, after its other checks; when
-// the run waits for no input the answer is empty, and the pipeline refuses
-// it.
-func (s *Server) formAnswer(req runtime.InputRequest, form map[string][]string) ask {
-	return func(ctx context.Context, path string) (*runtime.Continuation, error) {
-		turn, err := s.engine.Turn(ctx, req.RunID)
-		if err != nil {
-			return nil, err
-		}
-		req.Input = []byte(`{}`)
-		if turn != nil && turn.Kind == runtime.TurnInput {
-			req.Input, req.FormErrors = schema.FromForm(turn.Schema, form)
-		}
-		return s.answering(req)(ctx, path)
 	}
 }
 

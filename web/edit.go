@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/url"
 	"sort"
@@ -20,123 +19,10 @@ import (
 // any other it has one JSON text field, arguments.<call id>. A hidden
 // edit=<call id> says which call the form edits, so that a form whose
 // every checkbox is clear still counts as an edit. Both post to the
-// decision route with decision=approve; the pipeline checks the edit
-// (runtime/edit.go) and a 422 shows the form again, unfolded, with what
+// decision route with decision=approve, and the form goes to the pipeline
+// as posted: it reads the edit against the turn it decides and checks it
+// (runtime/edit.go), and a 422 shows the form again, unfolded, with what
 // was typed and a message per field.
-
-// editPrefix starts the names of an edit form's fields.
-const editPrefix = "arguments."
-
-// editedApproval asks the engine to approve or deny as the form says,
-// with the edits the form carries. Reading them takes the pending turn (its
-// call ids and its tools' schemas); when the run waits on none, or a field
-// names no call of it, what was posted is passed on as it is, for the
-// pipeline to refuse (not_waiting, or no such call): an edit is never
-// dropped silently.
-func (s *Server) editedApproval(req runtime.DecideRequest, form url.Values) ask {
-	return func(ctx context.Context, path string) (*runtime.Continuation, error) {
-		if hasEdits(form) {
-			turn, err := s.engine.Turn(ctx, req.RunID)
-			if err != nil {
-				return nil, err
-			}
-			req.Arguments, req.FormErrors = s.formEdits(turn, form)
-		}
-		return s.approval(req)(ctx, path)
-	}
-}
-
-func hasEdits(form url.Values) bool {
-	if len(form["edit"]) > 0 {
-		return true
-	}
-	for k := range form {
-		if strings.HasPrefix(k, editPrefix) {
-			return true
-		}
-	}
-	return false
-}
-
-// formEdits reads a form's edits into replacement arguments by call id,
-// and the fields that do not even parse (text in a number field), keyed
-// as the pipeline keys its messages (runtime.EditField).
-func (s *Server) formEdits(turn *runtime.PendingTurn, form url.Values) (map[string]json.RawMessage, map[string]string) {
-	var calls []runtime.ToolCall
-	if turn != nil {
-		calls = append(calls, turn.Calls...)
-	}
-	// The longest call id first: a call id may contain a dot, and then
-	// "arguments.a.b.c" must be read as call "a.b", property "c", when
-	// the turn has a call "a.b".
-	sort.Slice(calls, func(i, j int) bool { return len(calls[i].ID) > len(calls[j].ID) })
-	texts := map[string]string{}
-	flat := map[string]url.Values{}
-	raw := map[string]json.RawMessage{}
-	for k, vs := range form {
-		rest, ok := strings.CutPrefix(k, editPrefix)
-		if !ok || len(vs) == 0 {
-			continue
-		}
-		matched := false
-		for _, c := range calls {
-			if rest == c.ID {
-				texts[c.ID], matched = vs[0], true
-				break
-			}
-			if prop, ok := strings.CutPrefix(rest, c.ID+"."); ok {
-				if flat[c.ID] == nil {
-					flat[c.ID] = url.Values{}
-				}
-				flat[c.ID][prop], matched = vs, true
-				break
-			}
-		}
-		if !matched {
-			raw[rest] = json.RawMessage(vs[0])
-		}
-	}
-	for _, id := range form["edit"] {
-		if _, ok := texts[id]; ok {
-			continue
-		}
-		if _, ok := flat[id]; !ok {
-			flat[id] = url.Values{}
-		}
-	}
-	var formErrors map[string]string
-	for _, c := range calls {
-		if text, ok := texts[c.ID]; ok {
-			raw[c.ID] = json.RawMessage(text)
-			continue
-		}
-		values, ok := flat[c.ID]
-		if !ok {
-			continue
-		}
-		delete(flat, c.ID)
-		t, known := s.engine.Tool(c.Name)
-		if !known {
-			// No form of fields was offered for it: the edit is read
-			// as nothing, and the pipeline says what is missing.
-			raw[c.ID] = json.RawMessage(`{}`)
-			continue
-		}
-		args, msgs := schema.FromForm(t.Spec().Parameters, values)
-		raw[c.ID] = args
-		for prop, msg := range msgs {
-			if formErrors == nil {
-				formErrors = map[string]string{}
-			}
-			formErrors[runtime.EditField(c.ID, prop)] = msg
-		}
-	}
-	// An edit= naming no call of the turn is refused like a field would be.
-	for id := range flat {
-		raw[id] = json.RawMessage(`{}`)
-	}
-	return raw, formErrors
-}
 
 // editView is the "Edit and approve" form of one call: prefilled with its
 // arguments, or, after a refused edit of this very call, with what was

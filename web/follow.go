@@ -85,7 +85,7 @@ func statusWords(st runtime.Status) string {
 // answered. A follower runs no continuation, so it gives its continuation
 // slot back (release) first: followers are bounded by the server's
 // connections, not by --max-continuations.
-func (s *Server) followed(w http.ResponseWriter, r *http.Request, sf *surface, id int64, err error, release func()) bool {
+func (s *Server) followed(w http.ResponseWriter, r *http.Request, sf decider, id int64, err error, release func()) bool {
 	var ref *runtime.Refusal
 	if !errors.As(err, &ref) || ref.Code != runtime.CodeAlreadyResuming || ref.Decided == nil {
 		return false
@@ -185,23 +185,6 @@ func (f *follower) look(ctx context.Context, last int) (runtime.Followed, error)
 		case <-time.After(runtime.FollowInterval):
 		}
 	}
-}
-
-// inboxFollow streams a lost claim's progress in the inbox: the counts of
-// the winner's continuation and settled, after the flash that says who
-// decided and how the run ended.
-func (s *Server) inboxFollow(w http.ResponseWriter, r *http.Request, f *follower) bool {
-	if !wantsStream(r) {
-		return false
-	}
-	s.streamProgress(w, r, f, false, func(out runtime.Outcome) {
-		ctx := context.WithoutCancel(r.Context())
-		s.flash(ctx, followedFlash(f.sum, out))
-		if _, _, err := s.sessions.Commit(ctx); err != nil {
-			s.log.Warn("save flash", "run", f.id, "err", err)
-		}
-	})
-	return true
 }
 
 // followedFlash says how a followed continuation ended: "Run 7 was

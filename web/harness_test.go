@@ -111,6 +111,9 @@ type appEngine struct {
 	src     runtime.ToolSource
 	configs []string
 	sealer  runtime.Sealer
+	// statements, when set, counts every statement the app sends MySQL
+	// (see statements_test.go).
+	statements *statementCounter
 }
 
 // newAppWith is newApp whose engine brings what e says.
@@ -121,9 +124,13 @@ func newAppWith(t testing.TB, keepalive time.Duration, e appEngine, options ...f
 		t.Fatal(err)
 	}
 	m := metrics.New(nil)
-	w := testrig.New(t, testrig.Configs(testConfigs...), testrig.Configs(e.configs...), testrig.PasswordHash(hash),
+	var onDB []testrig.Option
+	if e.statements != nil {
+		onDB = append(onDB, testrig.OnDB(e.statements.db(t)))
+	}
+	w := testrig.New(t, append(onDB, testrig.Configs(testConfigs...), testrig.Configs(e.configs...), testrig.PasswordHash(hash),
 		testrig.Engine(runtime.Options{Metrics: m, Source: e.src, Sealer: e.sealer}),
-		testrig.Orders(builtin.Order{ID: "W-", Customer: "MARKER-CUSTOMER", AmountCents: 4200}), testrig.Prompt("Refund %s"))
+		testrig.Orders(builtin.Order{ID: "W-", Customer: "MARKER-CUSTOMER", AmountCents: 4200}), testrig.Prompt("Refund %s"))...)
 	if err := m.WatchBacklog(w.Store); err != nil {
 		t.Fatal(err)
 	}

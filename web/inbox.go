@@ -333,55 +333,6 @@ func endedWords(id int64, st runtime.Status, reason string) string {
 	return fmt.Sprintf("run %d continues in the background.", id)
 }
 
-// inboxSurface answers decisions made in the inbox: refusals as a 303 to
-// the inbox with a flash (the run's page with 422 for invalid input, the
-// 404 page for a run the user may not see); with JavaScript (Accept:
-// application/x-ndjson) the continuation streams counts only — an approve
-// grant shows no content — and without, the durable path answers at once
-// while a worker lives, landing on the run's page, which shows the outcome
-// once there is one; else the continuation runs to its end and the
-// outcome is the flash.
-func (s *Server) inboxSurface() *surface {
-	return &surface{name: "inbox",
-		html: func(*http.Request) bool { return true },
-		back: func(int64) string { return "/inbox" },
-		invalid: func(w http.ResponseWriter, r *http.Request, id int64, ref *runtime.Refusal) {
-			s.renderInboxRun(w, r, http.StatusUnprocessableEntity, id, &formState{values: r.PostForm,
-				fields: ref.Fields, msg: "Some fields need another look."})
-		},
-		want: func(r *http.Request) want {
-			if wantsStream(r) {
-				return wantStream
-			}
-			return wantAnswer
-		},
-		recorded: func(w http.ResponseWriter, r *http.Request, id int64) {
-			s.flash(r.Context(), fmt.Sprintf("Decision recorded; run %d continues in the background.", id))
-			http.Redirect(w, r, fmt.Sprintf("/inbox/runs/%d", id), http.StatusSeeOther)
-		},
-		run: func(w http.ResponseWriter, r *http.Request, c *runtime.Continuation) {
-			kind, tools := c.Decided()
-			if !wantsStream(r) {
-				s.flash(r.Context(), outcomeFlash(kind, tools, runToEnd(w, r, c, nil)))
-				http.Redirect(w, r, "/inbox", http.StatusSeeOther)
-				return
-			}
-			s.streamProgress(w, r, c, actorOf(r).MayRead(c.OwnerID()), func(out runtime.Outcome) {
-				// The headers (and the session cookie) left long ago:
-				// store the flash now, before "settled" sends the page to
-				// /inbox to show it; on a context of its own, since the
-				// client may have gone.
-				ctx := context.WithoutCancel(r.Context())
-				s.flash(ctx, outcomeFlash(kind, tools, out))
-				if _, _, err := s.sessions.Commit(ctx); err != nil {
-					s.log.Warn("save flash", "run", out.RunID, "err", err)
-				}
-			})
-		},
-		follow: s.inboxFollow,
-	}
-}
-
 // decision approves or denies a pending turn from the inbox.
 func (s *Server) decision(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := s.runParam(w, r, s.at.inbox, ps)
@@ -390,7 +341,7 @@ func (s *Server) decision(w http.ResponseWriter, r *http.Request, ps httprouter.
 	}
 	req := approvalForm(r, id)
 	req.Inbox = true
-	s.decide(w, r, s.at.inbox, id, s.editedApproval(req, r.PostForm))
+	s.decide(w, r, s.at.inbox, id, s.approval(req))
 }
 
 // input answers an input turn from the inbox.
@@ -399,8 +350,9 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	if !ok {
 		return
 	}
-	s.decide(w, r, s.at.inbox, id, s.formAnswer(runtime.InputRequest{RunID: id, Digest: r.PostForm.Get("turn_digest"),
-		Actor: currentUser(r).Actor(), Inbox: true}, r.PostForm))
+	req := inputForm(r, id)
+	req.Inbox = true
+	s.decide(w, r, s.at.inbox, id, s.answering(req))
 }
 
 // outcomeFlash says what a decision did and how its continuation ended:

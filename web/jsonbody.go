@@ -113,7 +113,7 @@ func unknownRun(ps httprouter.Params) error {
 
 // runParam reads the run of a route, or refuses it on the surface as no
 // run at all.
-func (s *Server) runParam(w http.ResponseWriter, r *http.Request, sf *surface, ps httprouter.Params) (int64, bool) {
+func (s *Server) runParam(w http.ResponseWriter, r *http.Request, sf surface, ps httprouter.Params) (int64, bool) {
 	id, ok := runID(ps)
 	if !ok {
 		s.refuse(w, r, sf, 0, unknownRun(ps))

@@ -34,26 +34,6 @@ import (
 // like any in-request continuation: with none free the answer is 503 with
 // Retry-After, before anything is claimed.
 
-// playgroundSurface answers the playground's decisions.
-func (s *Server) playgroundSurface() *surface {
-	return &surface{name: "playground",
-		html:    playgroundWantsPage,
-		back:    func(int64) string { return "/playground" },
-		invalid: s.playgroundRefusedInput,
-		want:    func(*http.Request) want { return wantRequest },
-		run: func(w http.ResponseWriter, r *http.Request, c *runtime.Continuation) {
-			s.playgroundRun(w, r, c, "")
-		},
-		follow: func(w http.ResponseWriter, r *http.Request, f *follower) bool {
-			if r.Form.Get("stream") != "1" {
-				return false
-			}
-			s.streamSteps(w, r, f, true) // admins only
-			return true
-		},
-	}
-}
-
 // playgroundWantsPage reports whether a playground request is answered
 // with the page (a native form post) rather than JSON.
 func playgroundWantsPage(r *http.Request) bool {
@@ -112,7 +92,7 @@ func (s *Server) playgroundResume(w http.ResponseWriter, r *http.Request, ps htt
 	if !ok {
 		return
 	}
-	s.decide(w, r, s.at.playground, id, s.editedApproval(approvalForm(r, id), r.PostForm))
+	s.decide(w, r, s.at.playground, id, s.approval(approvalForm(r, id)))
 }
 
 // playgroundInput answers the input turn of a run with the form's fields,
@@ -122,8 +102,7 @@ func (s *Server) playgroundInput(w http.ResponseWriter, r *http.Request, ps http
 	if !ok {
 		return
 	}
-	s.decide(w, r, s.at.playground, id, s.formAnswer(runtime.InputRequest{RunID: id,
-		Digest: r.PostForm.Get("turn_digest"), Actor: currentUser(r).Actor()}, r.PostForm))
+	s.decide(w, r, s.at.playground, id, s.answering(inputForm(r, id)))
 }
 
 // playgroundRun answers a claimed continuation as the request asked: see
@@ -151,20 +130,6 @@ func (s *Server) playgroundResult(w http.ResponseWriter, r *http.Request, c *run
 			Duration: fmt.Sprintf("%d ms", st.DurationMS), Content: indent(st.Full)})
 	}))
 	s.renderResult(w, r, http.StatusOK, out.RunID, prompt, steps, playgroundOutcome(out))
-}
-
-// playgroundRefusedInput shows the playground again with the run's input
-// form, the admin's values and a message per field: a refused answer.
-func (s *Server) playgroundRefusedInput(w http.ResponseWriter, r *http.Request, id int64, ref *runtime.Refusal) {
-	turn, err := s.engine.Turn(r.Context(), id)
-	if err != nil || turn == nil || len(turn.Calls) == 0 {
-		s.refuse(w, r, s.at.page, id, err)
-		return
-	}
-	o := pausedOutcome(outcomeAwaitingInput, r.PostForm.Get("turn_digest"), turn)
-	o.Fields = inputFields(turn.Schema, r.PostForm, ref.Fields)
-	o.Message = "Some fields need another look."
-	s.renderResult(w, r, http.StatusUnprocessableEntity, id, "", nil, o)
 }
 
 // renderResult renders the playground with a run's steps and outcome.

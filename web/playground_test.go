@@ -491,6 +491,21 @@ func TestPlaygroundRefusals(t *testing.T) {
 				o := admin("refund")
 				return o.RunID, pgPath(999999, "resume"), approve(o.Digest)
 			}},
+		{name: "unknown run: input", wantStatus: http.StatusNotFound, wantCode: "not_found",
+			setup: func(t *testing.T) (int64, string, url.Values) {
+				o := admin("input")
+				return o.RunID, pgPath(999999, "input"), answerForm(o.Digest)
+			}},
+		{name: "not_waiting: input of a cancelled run", wantStatus: http.StatusConflict, wantCode: "not_waiting",
+			setup: func(t *testing.T) (int64, string, url.Values) {
+				o := admin("input")
+				if _, err := a.Engine.Cancel(context.Background(), o.RunID, a.Users["admin"].Actor()); err != nil {
+					t.Fatal(err)
+				}
+				f := answerForm(o.Digest)
+				f.Set("amount", "lots")
+				return o.RunID, pgPath(o.RunID, "input"), f
+			}},
 		{name: "malformed run id", wantStatus: http.StatusNotFound, wantCode: "not_found",
 			setup: func(t *testing.T) (int64, string, url.Values) {
 				o := admin("input")
@@ -553,6 +568,47 @@ func TestPlaygroundRefusals(t *testing.T) {
 			}
 		}
 	})
+}
+
+// stopsWaitingAfterRefusal is the engine with a run that stops waiting
+// right after the pipeline refused an answer to it as invalid_input:
+// someone cancelled it before the form could be shown again.
+type stopsWaitingAfterRefusal struct{ web.Engine }
+
+func (e stopsWaitingAfterRefusal) SubmitInput(ctx context.Context, req runtime.InputRequest) (*runtime.Continuation, error) {
+	c, err := e.Engine.SubmitInput(ctx, req)
+	if runtime.CodeOf(err) == runtime.CodeInvalidInput {
+		if _, cerr := e.Cancel(ctx, req.RunID, req.Actor); cerr != nil {
+			return nil, cerr
+		}
+	}
+	return c, err
+}
+
+// TestPlaygroundRefusedInputOfARunThatStoppedWaiting: the playground
+// shows a refused answer's form again from the run's turn; when the run
+// no longer waits by then, the native post is told what the refusal table
+// says of a run that does not wait (a 303 back to the playground with a
+// flash), not a 500.
+func TestPlaygroundRefusedInputOfARunThatStoppedWaiting(t *testing.T) {
+	a := newApp(t, 0, func(d *web.Deps) { d.Engine = stopsWaitingAfterRefusal{d.Engine} })
+	c := a.signIn(t, "admin")
+	o := a.start(t, "input", "admin", runtime.OriginInteractive)
+	f := answerForm(o.Digest)
+	f.Set("amount", "lots")
+	res, body := c.do(c.postRequest(pgPath(o.RunID, "input"), f, browserAccept))
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("status %d, want 303 to the playground:\n%s", res.StatusCode, body)
+	}
+	wantRedirect(t, res, "/playground")
+	_, page := c.get("/playground")
+	want := fmt.Sprintf("Run %d no longer waits for this decision.", o.RunID)
+	if m := flashText.FindStringSubmatch(page); m == nil || m[1] != want {
+		t.Errorf("the playground's flash = %q, want %q", m, want)
+	}
+	if st := a.Run(t, o.RunID).Status; st != runtime.StatusCancelled {
+		t.Errorf("run is %s, want cancelled", st)
+	}
 }
 
 // wantPlaygroundPage checks a refusal answered to a native form post: the

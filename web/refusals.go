@@ -42,10 +42,10 @@ const (
 )
 
 // answer is how a refusal is told. On a page: html is its status, and 303
-// sends the user back (see surface.back) with flash; 422 lets the surface
-// show its form again; anything else is the error page of that status. In
-// JSON: api is the status. flash is a format of the run id and the
-// refusal's message; "" shows the message itself.
+// sends the user back (see surface.back) with flash; 422 lets a
+// formSurface show its form again; anything else is the error page of
+// that status. In JSON: api is the status. flash is a format of the run id
+// and the refusal's message; "" shows the message itself.
 type answer struct {
 	html, api int
 	flash     string
@@ -87,7 +87,7 @@ var errTooLarge = &runtime.Refusal{Code: codeTooLarge, Message: fmt.Sprintf("the
 
 // refuse answers err on a surface, about run id (0 when the request names
 // no run), as the table says.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sf *surface, id int64, err error) {
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sf surface, id int64, err error) {
 	var ref *runtime.Refusal
 	switch {
 	case errors.As(err, &ref):
@@ -105,8 +105,8 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sf *surface, id 
 	if !ok {
 		row = answers[runtime.CodeInvalidRequest]
 	}
-	if ref.Code != codeInternal && sf.name != "" {
-		s.metrics.Refused(sf.name, string(ref.Code))
+	if ref.Code != codeInternal && sf.name() != "" {
+		s.metrics.Refused(sf.name(), string(ref.Code))
 	}
 	switch ref.Code {
 	case codeBusy, codeNotReady:
@@ -131,14 +131,15 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sf *surface, id 
 		s.writeJSON(w, row.api, body)
 		return
 	}
+	form, isForm := sf.(formSurface)
 	switch {
-	case row.html == http.StatusUnprocessableEntity && sf.invalid != nil:
-		sf.invalid(w, r, id, ref)
+	case row.html == http.StatusUnprocessableEntity && isForm:
+		form.invalid(w, r, id, ref)
 	case row.html == http.StatusSeeOther:
 		// A request about no run (a start) is told in the words of the
 		// refusal itself; so is every refusal on a surface that says so.
 		flash := sentence(ref.Message)
-		if row.flash != "" && id != 0 && !sf.ownWords {
+		if row.flash != "" && id != 0 && !sf.ownWords() {
 			flash = fmt.Sprintf(row.flash, id, ref.Message)
 		}
 		if ref.Decided != nil {

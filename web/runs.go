@@ -10,17 +10,6 @@ import (
 	"github.com/turnstile-dev/turnstile/templates"
 )
 
-// pageSurface answers the other pages: refusals as error pages, or a 303
-// back to the run's page with the refusal's own words (its only refusals
-// with a flash come from a cancel).
-func (s *Server) pageSurface() *surface {
-	return &surface{
-		html:     func(*http.Request) bool { return true },
-		back:     func(id int64) string { return fmt.Sprintf("/runs/%d", id) },
-		ownWords: true,
-	}
-}
-
 // run shows a run's timeline to its owner and admins; to anyone else it
 // does not exist. The page reads each event's payload by its kind (see
 // templates.RunDetail), and a failed run's cause from its settle event.

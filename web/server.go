@@ -149,7 +149,15 @@ type Server struct {
 	metrics      Metrics
 	lines        map[string]func() // counts the stream lines of each type
 	// at are the surfaces requests come from: how each is answered.
-	at    struct{ inbox, playground, api, page, history *surface }
+	at struct {
+		inbox      inboxSurface
+		playground playgroundSurface
+		api        apiSurface
+		page       pageSurface
+		// history: a bad filter of the history goes back to it, in its
+		// words.
+		history pageSurface
+	}
 	guard *loginGuard
 	// userLimits count what each user has open (see userlimits.go).
 	userLimits *userLimits
@@ -174,9 +182,8 @@ func New(d Deps) *Server {
 	if s.writeTimeout <= 0 {
 		s.writeTimeout = 30 * time.Second
 	}
-	s.at.inbox, s.at.playground, s.at.api, s.at.page = s.inboxSurface(), s.playgroundSurface(), s.apiSurface(), s.pageSurface()
-	// A bad filter of the history goes back to the history, in its words.
-	s.at.history = &surface{html: s.at.page.html, back: func(int64) string { return "/runs" }, ownWords: true}
+	s.at.inbox, s.at.playground, s.at.api = inboxSurface{s}, playgroundSurface{s}, apiSurface{s}
+	s.at.history = pageSurface{history: true}
 	if s.metrics == nil {
 		s.metrics = noMetrics{}
 	}

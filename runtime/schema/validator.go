@@ -76,6 +76,13 @@ func (v *Validator) Errors(schema, value json.RawMessage) (map[string]string, er
 	return msgs, nil
 }
 
+// FromForm reads a submitted form by the schema: see the package's
+// FromForm. It is here so that the engine reads its forms through the
+// Validator it was given.
+func (v *Validator) FromForm(schema json.RawMessage, form map[string][]string) (json.RawMessage, map[string]string) {
+	return FromForm(schema, form)
+}
+
 func (v *Validator) compile(schema json.RawMessage) (*jsonschema.Schema, error) {
 	key := sha256.Sum256(schema)
 	v.mu.RLock()
