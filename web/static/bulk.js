@@ -125,4 +125,16 @@
 		}
 		await follow(response);
 	});
+
+	// A page restored from the back/forward cache (back after a native
+	// fallback) still shows the form frozen mid-submission, which would
+	// ignore every submit: make it usable again.
+	window.addEventListener('pageshow', function (event) {
+		if (!event.persisted) return;
+		busy = false;
+		E.forgetSubmitter(form);
+		setDisabled(false);
+		status.hidden = true;
+		status.textContent = '';
+	});
 }());
