@@ -256,3 +256,30 @@ func TestPayloadGolden(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRecordPayload is what building and filtering the payloads of a
+// model round and a tool result costs the holder, with the store's commit
+// left out: a step's CPU beside its round trip (BenchmarkStepOverhead).
+func BenchmarkRecordPayload(b *testing.B) {
+	for _, level := range []PrivacyLevel{PrivacyMetadata, PrivacyRedacted, PrivacyFull} {
+		b.Run(string(level), func(b *testing.B) {
+			s := &goldenStore{}
+			e := New(Options{Store: s})
+			cfg := &Configuration{Identifier: "golden", PrivacyLevel: level}
+			c := e.continuation(&Run{ID: 7, OwnerID: 1, ClaimedBy: "p1"}, cfg, State{Verdicts: map[string]Verdict{}}, nil)
+			c.obs = noObserver{}
+			c.provider = goldenProvider{RoundResult{Text: "I refund it. " + goldenSecret, ToolCalls: goldenCalls,
+				Usage: Usage{InputTokens: 187, OutputTokens: 23}}}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				c.state.Messages = []Message{{Role: "user", Content: "refund ORD-17"}}
+				c.stored, s.events = 1, s.events[:0]
+				if err := c.round(ctx); err != nil {
+					b.Fatal(err)
+				}
+				c.toolResult(ctx, goldenCalls[1], `{"order_id":"ORD-18","amount_cents":4990}`, nil, 0)
+			}
+		})
+	}
+}
