@@ -151,11 +151,11 @@ func (c *Continuation) execute(ctx context.Context) Outcome {
 	if len(c.unavailable) > 0 {
 		// On the run itself, not only in a log: its owner, the playground
 		// and the event stream see why tools are missing.
-		missing := make([]payload, len(c.unavailable))
+		missing := make([]SourcePayload, len(c.unavailable))
 		for i, u := range c.unavailable {
-			missing[i] = payload{"source": u.Source, "tools": u.Prefix + "*", "cause": u.Cause}
+			missing[i] = SourcePayload{Source: u.Source, Tools: u.Prefix + "*", Cause: u.Cause}
 		}
-		if err := c.record(ctx, KindUnavailable, c.state.Iterations, 0, payload{"unavailable": missing}, nil); err != nil {
+		if err := c.record(ctx, c.state.Iterations, 0, UnavailablePayload{Unavailable: missing}, nil); err != nil {
 			return c.stopped(err)
 		}
 	}
@@ -252,23 +252,21 @@ func (c *Continuation) apply(ctx context.Context) error {
 	if pending == nil {
 		return fmt.Errorf("runtime: run %d: decision without a pending turn", c.run.ID)
 	}
-	kind := KindApproval
-	p := payload{"by": d.DeciderName, "decision": d.Kind, "calls": len(pending.Calls)}
-	if d.Path == PathExpiry {
-		p["expired"] = true
-	}
+	var p EventPayload
+	expired := d.Path == PathExpiry
 	switch d.Kind {
 	case DecisionInput:
-		kind = KindInput
+		p = InputPayload{By: d.DeciderName, Decision: d.Kind, Calls: len(pending.Calls), Expired: expired}
 		call := pending.Calls[0]
 		c.state.Verdicts[call.ID] = Verdict{Approved: true, By: d.DeciderName}
 		c.state.Messages = append(c.state.Messages, Message{Role: "tool", ToolCallID: call.ID,
 			ToolName: call.Name, Content: string(d.Input)})
 	default:
-		p["scope"], p["reason"] = d.Scope, d.Reason
+		a := ApprovalPayload{By: d.DeciderName, Decision: d.Kind, Calls: len(pending.Calls), Expired: expired,
+			Scope: d.Scope, Reason: d.Reason}
 		approved := d.Kind == DecisionApprove
 		if approved {
-			edits, err := c.edit(d, pending, p)
+			edits, err := c.edit(d, pending, &a)
 			if err != nil {
 				return err
 			}
@@ -297,9 +295,10 @@ func (c *Continuation) apply(ctx context.Context) error {
 					ToolName: call.Name, Content: msg, IsError: true})
 			}
 		}
+		p = a
 	}
 	c.state.Pending, c.state.Applied, c.state.Said = nil, d.TurnDigest, ""
-	return c.record(ctx, kind, 0, 0, p, func(cm *Commit) { cm.Executed = d.TurnDigest })
+	return c.record(ctx, 0, 0, p, func(cm *Commit) { cm.Executed = d.TurnDigest })
 }
 
 // unanswered returns the calls of the model's last message that have no
@@ -486,8 +485,8 @@ func (c *Continuation) toolResult(ctx context.Context, call ToolCall, result str
 		msg.Content, msg.IsError = "error: "+callErr.Error(), true
 	}
 	c.state.Messages = append(c.state.Messages, msg)
-	p := payload{"call_id": call.ID, "tool": call.Name, "is_error": msg.IsError, "result": content{msg.Content}}
-	if err := c.record(ctx, KindTool, c.state.Iterations, took, p, nil); err != nil {
+	p := ToolPayload{CallID: call.ID, Tool: call.Name, IsError: msg.IsError, Result: Content{Value: msg.Content}}
+	if err := c.record(ctx, c.state.Iterations, took, p, nil); err != nil {
 		return c.stopped(err), true
 	}
 	return Outcome{}, false
@@ -530,12 +529,8 @@ func (c *Continuation) round(ctx context.Context) error {
 	c.state.Usage.InputTokens += res.Usage.InputTokens
 	c.state.Usage.OutputTokens += res.Usage.OutputTokens
 	c.state.Messages = append(c.state.Messages, Message{Role: "assistant", Content: res.Text, ToolCalls: res.ToolCalls})
-	calls := make([]payload, len(res.ToolCalls))
-	for i, tc := range res.ToolCalls {
-		calls[i] = payload{"id": tc.ID, "name": tc.Name, "arguments": content{tc.Arguments}}
-	}
-	p := payload{"text": content{res.Text}, "tool_calls": calls, "usage": res.Usage}
-	return c.record(ctx, KindLLM, c.state.Iterations, took, p, nil)
+	p := LLMPayload{Text: Content{Value: res.Text}, ToolCalls: callPayloads(res.ToolCalls), Usage: res.Usage}
+	return c.record(ctx, c.state.Iterations, took, p, nil)
 }
 
 func (c *Continuation) providerFor() (Provider, error) {
@@ -582,19 +577,10 @@ func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, 
 	if turn.Kind == TurnInput {
 		status = StatusWaitingForInput
 	}
-	calls := make([]payload, len(turn.Calls))
-	for i, tc := range turn.Calls {
-		calls[i] = payload{"id": tc.ID, "name": tc.Name, "arguments": content{tc.Arguments}}
-	}
-	p := payload{"kind": turn.Kind, "calls": calls, "digest": digest}
+	p := SuspendPayload{TurnKind: turn.Kind, Calls: callPayloads(turn.Calls), Digest: digest,
+		Note: turn.Note, Escalated: turn.Escalated}
 	if len(turn.Previews) > 0 {
-		p["previews"] = content{turn.Previews}
-	}
-	if turn.Note != "" {
-		p["note"] = turn.Note
-	}
-	if turn.Escalated != "" {
-		p["escalated"] = turn.Escalated
+		p.Previews = Content{Value: turn.Previews}
 	}
 	event, timeout := EventRunWaiting, c.cfg.TurnDeadline(&turn).Timeout
 	if turn.Escalated != "" {
@@ -604,7 +590,7 @@ func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, 
 	if err != nil {
 		return c.stopped(err), true
 	}
-	err = c.record(ctx, KindSuspend, c.state.Iterations, 0, p, func(cm *Commit) {
+	err = c.record(ctx, c.state.Iterations, 0, p, func(cm *Commit) {
 		cm.Status, cm.TurnDigest = status, digest
 		cm.PendingTools = strings.Join(turn.ToolNames(), ",")
 		cm.DecisionTimeout = timeout
@@ -642,11 +628,9 @@ func (c *Continuation) said(turn PendingTurn) string {
 
 // settle ends the run for good.
 func (c *Continuation) settle(ctx context.Context, status Status, reason, answer, detail string) Outcome {
-	p := payload{"status": string(status), "reason": reason, "answer": content{answer},
-		"iterations": c.state.Iterations, "usage": c.state.Usage}
-	if detail != "" {
-		p["detail"] = detail
-	}
+	iterations, usage := c.state.Iterations, c.state.Usage
+	p := SettlePayload{Status: status, Reason: reason, Answer: Content{Value: answer},
+		Iterations: &iterations, Usage: &usage, Detail: detail}
 	sealed, err := c.e.sealText(answer, RunPlace("answer", c.run.ID))
 	if err != nil {
 		return c.stopped(err)
@@ -655,7 +639,7 @@ func (c *Continuation) settle(ctx context.Context, status Status, reason, answer
 	if err != nil {
 		return c.stopped(err)
 	}
-	err = c.record(ctx, KindSettle, c.state.Iterations, 0, p, func(cm *Commit) {
+	err = c.record(ctx, c.state.Iterations, 0, p, func(cm *Commit) {
 		cm.Status, cm.TerminationReason, cm.Answer = status, reason, sealed
 		cm.Notifications = notes
 		c.outcome(cm, string(status))
@@ -672,11 +656,8 @@ func (c *Continuation) cancelled(ctx context.Context) Outcome {
 	if err != nil {
 		return c.stopped(err)
 	}
-	p := payload{"requested": true}
-	if reason == ReasonOwnerDeleted {
-		p["owner_deleted"] = true
-	}
-	if err := c.record(ctx, KindCancel, c.state.Iterations, 0, p, nil); err != nil {
+	p := CancelPayload{Requested: true, OwnerDeleted: reason == ReasonOwnerDeleted}
+	if err := c.record(ctx, c.state.Iterations, 0, p, nil); err != nil {
 		return c.stopped(err)
 	}
 	return c.settle(ctx, StatusCancelled, reason, "", "")
@@ -690,7 +671,7 @@ func (c *Continuation) handBack(ctx context.Context) Outcome {
 	if c.run.TurnDigest != "" || c.decision != nil {
 		status = StatusDecided
 	}
-	if err := c.record(ctx, "", 0, 0, nil, func(cm *Commit) { cm.Status = status }); err != nil {
+	if err := c.record(ctx, 0, 0, nil, func(cm *Commit) { cm.Status = status }); err != nil {
 		return c.stopped(err)
 	}
 	return Outcome{Status: status}
@@ -716,11 +697,16 @@ func (c *Continuation) stopped(err error) Outcome {
 	return Outcome{Status: StatusRunning, Err: err}
 }
 
-// record commits one step: its event, the checkpointed state and the
-// lease, in one transaction, then tells the metrics and the observer. took
-// is how long the step ran before its commit.
-func (c *Continuation) record(ctx context.Context, kind EventKind, round int, took time.Duration, p payload, edit func(*Commit)) error {
+// record commits one step: its event (of p's kind), the checkpointed
+// state and the lease, in one transaction, then tells the metrics and the
+// observer. took is how long the step ran before its commit. A nil p
+// records no event: the commit only moves the run.
+func (c *Continuation) record(ctx context.Context, round int, took time.Duration, p EventPayload, edit func(*Commit)) error {
 	start := time.Now()
+	var kind EventKind
+	if p != nil {
+		kind = p.Kind()
+	}
 	var plain, blob []byte // blob stays nil when the state is unreadable or unchanged
 	var added [][]byte
 	first := c.stored

@@ -373,7 +373,7 @@ func describeFields(fields map[string]string) string {
 // reads what was executed. The approval event names the edited calls; the
 // values are content, kept at privacy level full only. It returns the
 // edits, by call id.
-func (c *Continuation) edit(d *DecisionRecord, pending *PendingTurn, p payload) (map[string]json.RawMessage, error) {
+func (c *Continuation) edit(d *DecisionRecord, pending *PendingTurn, p *ApprovalPayload) (map[string]json.RawMessage, error) {
 	edits, err := editedArguments(d)
 	if err != nil || len(edits) == 0 {
 		return nil, err
@@ -384,8 +384,7 @@ func (c *Continuation) edit(d *DecisionRecord, pending *PendingTurn, p payload) 
 			ids = append(ids, call.ID)
 		}
 	}
-	p["edited"] = ids
-	p["arguments"] = content{d.Arguments}
+	p.Edited, p.Arguments = ids, Content{Value: d.Arguments}
 	if i := applyEdits(c.state.Messages, edits); i >= 0 && (c.rewrite < 0 || i < c.rewrite) {
 		c.rewrite = i
 	}

@@ -269,7 +269,7 @@ func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelRe
 // asked, and the settle. Neither carries content, so they need no privacy
 // filter.
 func cancelEvents(actor Actor, from Status, last int) []Event {
-	by := filter(PrivacyMetadata, payload{"by": actor.Name, "from": string(from)})
-	settle := filter(PrivacyMetadata, payload{"status": string(StatusCancelled), "reason": ReasonCancelled})
+	by := filter(PrivacyMetadata, CancelPayload{By: &actor.Name, From: from})
+	settle := filter(PrivacyMetadata, SettlePayload{Status: StatusCancelled, Reason: ReasonCancelled})
 	return []Event{{Seq: last + 1, Kind: KindCancel, Payload: by}, {Seq: last + 2, Kind: KindSettle, Payload: settle}}
 }

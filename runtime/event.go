@@ -21,10 +21,15 @@ const (
 	// not be brought (an MCP server down, refusing its token, or missing
 	// its ${ENV}), and why.
 	KindUnavailable EventKind = "unavailable"
+	// KindTurnStarted and KindTurnEnded open and close a turn of a
+	// conversation. Declared with their payloads for conversations;
+	// nothing records them yet.
+	KindTurnStarted EventKind = "turn_started"
+	KindTurnEnded   EventKind = "turn_ended"
 )
 
 // Event is one row of a run's event log. Payload has passed the
-// configuration's privacy filter.
+// configuration's privacy filter; Decode reads it into its kind's struct.
 type Event struct {
 	RunID      int64           `json:"-" db:"run_id"`
 	Seq        int             `json:"seq" db:"seq"`

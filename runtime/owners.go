@@ -106,8 +106,8 @@ func (e *Engine) DeleteUser(ctx context.Context, userID int64) (DeletedUser, err
 // ownerDeletedEvents are the events of an idle run cancelled because its
 // owner was deleted, after the event last. Neither carries content.
 func ownerDeletedEvents(from Status, last int) []Event {
-	by := filter(PrivacyMetadata, payload{"owner_deleted": true, "from": string(from)})
-	settle := filter(PrivacyMetadata, payload{"status": string(StatusCancelled), "reason": ReasonOwnerDeleted})
+	by := filter(PrivacyMetadata, CancelPayload{OwnerDeleted: true, From: from})
+	settle := filter(PrivacyMetadata, SettlePayload{Status: StatusCancelled, Reason: ReasonOwnerDeleted})
 	return []Event{{Seq: last + 1, Kind: KindCancel, Payload: by}, {Seq: last + 2, Kind: KindSettle, Payload: settle}}
 }
 
@@ -116,7 +116,7 @@ func ownerDeletedEvents(from Status, last int) []Event {
 // moment) is never continued as a user who does not exist.
 func (c *Continuation) ownerGone(ctx context.Context) Outcome {
 	c.e.log.Warn("run of a deleted user cancelled", "run", c.run.ID, "owner", c.run.OwnerID)
-	if err := c.record(ctx, KindCancel, c.state.Iterations, 0, payload{"owner_deleted": true}, nil); err != nil {
+	if err := c.record(ctx, c.state.Iterations, 0, CancelPayload{OwnerDeleted: true}, nil); err != nil {
 		return c.stopped(err)
 	}
 	return c.settle(ctx, StatusCancelled, ReasonOwnerDeleted, "", "")

@@ -18,19 +18,42 @@ var (
 	markerText = "Refunding it now, " + marker + "."
 )
 
-// roundPayload is shaped like the payloads the continuation records: tool
-// calls as []payload, content beside metadata, a nested plain map.
-func roundPayload() payload {
-	return payload{
-		"kind":   TurnApproval,
-		"digest": "d1g3st",
-		"text":   content{markerText},
-		"usage":  Usage{InputTokens: 10, OutputTokens: 3},
-		"tool_calls": []payload{
-			{"id": "call_1", "name": "refund_order", "arguments": content{markerArgs}},
-			{"id": "call_2", "name": "lookup_order", "arguments": content{json.RawMessage(`{"order_id":"` + marker + `"}`)}},
+// testRound is shaped like the payloads the continuation records: tool
+// calls as a list of structs, content beside metadata, a nested struct.
+type testRound struct {
+	TurnKind  string        `json:"kind"`
+	Digest    string        `json:"digest"`
+	Text      Content       `json:"text"`
+	Usage     Usage         `json:"usage"`
+	ToolCalls []CallPayload `json:"tool_calls"`
+	Result    testResult    `json:"result"`
+}
+
+type testResult struct {
+	Tool   string  `json:"tool"`
+	Output Content `json:"output"`
+}
+
+func (testRound) Kind() EventKind { return KindLLM }
+
+// testArguments is a payload of arguments alone.
+type testArguments struct {
+	Arguments Content `json:"arguments"`
+}
+
+func (testArguments) Kind() EventKind { return KindTool }
+
+func roundPayload() testRound {
+	return testRound{
+		TurnKind: TurnApproval,
+		Digest:   "d1g3st",
+		Text:     Content{Value: markerText},
+		Usage:    Usage{InputTokens: 10, OutputTokens: 3},
+		ToolCalls: []CallPayload{
+			{ID: "call_1", Name: "refund_order", Arguments: Content{Value: markerArgs}},
+			{ID: "call_2", Name: "lookup_order", Arguments: Content{Value: json.RawMessage(`{"order_id":"` + marker + `"}`)}},
 		},
-		"result": map[string]any{"tool": "lookup_order", "output": content{marker}},
+		Result: testResult{Tool: "lookup_order", Output: Content{Value: marker}},
 	}
 }
 
@@ -104,7 +127,7 @@ func TestFilterRedacted(t *testing.T) {
 }
 
 func TestFilterRedactedUnparsableArguments(t *testing.T) {
-	b := filter(PrivacyRedacted, payload{"arguments": content{json.RawMessage(`{"order_id":"` + marker)}})
+	b := filter(PrivacyRedacted, testArguments{Arguments: Content{Value: json.RawMessage(`{"order_id":"` + marker)}})
 	if got, want := string(b), `{"arguments":"[redacted]"}`; got != want {
 		t.Errorf("filter(redacted) of truncated arguments = %s, want %s", got, want)
 	}

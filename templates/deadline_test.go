@@ -23,16 +23,3 @@ func TestExpiresIn(t *testing.T) {
 		}
 	}
 }
-
-// An approval event of an expiry names no person: the timeline says
-// nobody decided in time, and the reason says how long it waited.
-func TestTimelineOfAnExpiry(t *testing.T) {
-	e := timelineEvent(3, "approval", 0, "", time.Time{},
-		`{"by": "", "expired": true, "decision": "deny", "calls": 1, "scope": "once", "reason": "no decision within 24h0m0s"}`)
-	if e.Decision == nil || e.Decision.By != "Nobody in time" || e.Decision.Reason != "no decision within 24h0m0s" {
-		t.Errorf("decision step = %+v, want by nobody in time, with the reason", e.Decision)
-	}
-	if e := timelineEvent(3, "approval", 0, "", time.Time{}, `{"by": "olga", "decision": "deny"}`); e.Decision.By != "olga" {
-		t.Errorf("a person's decision reads as by %q", e.Decision.By)
-	}
-}

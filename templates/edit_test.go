@@ -55,10 +55,3 @@ func TestEditFormsFollowTheDecisionForm(t *testing.T) {
 		t.Errorf("the JSON field holds %q", got)
 	}
 }
-
-func TestTimelineNamesEditedCalls(t *testing.T) {
-	events := []Event{{Seq: 1, Kind: "approval", At: now, Payload: `{"by": "olga", "decision": "approve", "calls": 2,
-		"scope": "once", "edited": ["call_3"], "arguments_bytes": 40}`}}
-	_, doc := render(t, RunDetail(RunPage{Page: samplePage(), Run: RunSummary{ID: 9, Status: "running"}, Events: events}))
-	wantText(t, doc, "edited", is("", "data-testid", "step-edited"), "with 1 call edited: call_3")
-}

@@ -269,7 +269,7 @@ func playgroundOutput(p PlaygroundPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if f := playgroundFailure(*p.Result); f != nil {
+			if f := p.Result.Outcome.Failure; f != nil {
 				templ_7745c5c3_Err = failureBanner(*f).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

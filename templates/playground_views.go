@@ -59,8 +59,6 @@ type PlaygroundOutcome struct {
 	Code    string
 	Message string
 	// Failure says why a failed run failed; nil for any other outcome.
-	// Its Detail may be left empty: the page reads it from the run's
-	// settle step.
 	Failure *RunFailure
 	// Digest, Note and Calls describe a pause; Tool and Fields an input
 	// pause.

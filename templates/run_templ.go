@@ -13,8 +13,8 @@ import "time"
 
 // RunDetail is a run's page: why it failed when it did, its summary, a
 // cancel form while it may still be cancelled, and its timeline of stored
-// events (already filtered for privacy by the caller), each shown by its
-// kind with its JSON behind a toggle.
+// events (already filtered for privacy, and shaped by the caller), each
+// shown by its kind with its JSON behind a toggle.
 func RunDetail(p RunPage) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -32,7 +32,7 @@ func RunDetail(p RunPage) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		events := timeline(p.Events)
+		events := p.Events
 		templ_7745c5c3_Var2 := templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 			templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 			templ_7745c5c3_Buffer, templ_7745c5c3_IsBuffer := templruntime.GetBuffer(templ_7745c5c3_W)

@@ -103,6 +103,14 @@ func wantAttr(t *testing.T, n *html.Node, key, want string) {
 	}
 }
 
+// wantText fails unless the one element matching inside n reads want.
+func wantText(t *testing.T, n *html.Node, what string, match func(*html.Node) bool, want string) {
+	t.Helper()
+	if got := text(one(t, n, what, match)); got != want {
+		t.Errorf("%s: got %q, want %q", what, got, want)
+	}
+}
+
 func ptr(f float64) *float64 { return &f }
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -328,8 +336,8 @@ func TestRunDetail(t *testing.T) {
 			Status: "failed", Reason: "approval_denied", Prompt: "Refund order 17", Iterations: 2,
 			CreatedAt: now, UpdatedAt: now, Waiting: true, CanCancel: true,
 		},
-		Events: []Event{
-			{Seq: 1, Kind: "llm", Round: 1, Duration: "120 ms", At: now, Payload: `{"tokens": 12}`},
+		Events: []TimelineEvent{
+			{Seq: 1, Kind: "llm", Round: 1, Duration: "120 ms", At: now, Raw: `{"tokens": 12}`, Model: &ModelStep{}},
 			{Seq: 2, Kind: "suspend", Round: 1, At: now},
 		},
 	}

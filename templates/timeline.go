@@ -1,27 +1,15 @@
 package templates
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 )
 
-// A run's page shows each stored event by its kind, read from its payload
-// (as the runtime records it, after the privacy filter), with the payload
-// itself behind a toggle. Payload keys this file reads:
-//
-//	llm          text, tool_calls [{id, name, arguments}], usage
-//	tool         call_id, tool, is_error, result
-//	suspend      kind, calls, note, previews
-//	approval     by, decision, scope, reason, calls
-//	input        by
-//	settle       status, reason, answer, iterations, usage, detail
-//	unavailable  unavailable [{source, tools, cause}]
-//
-// At the metadata privacy level a content key k is replaced by k_bytes,
-// its size; at the redacted level its scalars read "[redacted]".
+// A run's page shows each stored event by its kind, shaped from its
+// payload by the caller (web reads the runtime's payload structs), with
+// the stored JSON itself behind a toggle. This file holds the shapes and
+// how they read.
 
 // TimelineEvent is one stored event shaped for display. At most one of
 // Model, Tool, Pause, Decision, Settle and Unavailable is set, by Kind;
@@ -148,57 +136,6 @@ func ReasonText(reason string) string {
 	return strings.ReplaceAll(reason, "_", " ")
 }
 
-// timeline shapes a run's events for display.
-func timeline(events []Event) []TimelineEvent {
-	out := make([]TimelineEvent, len(events))
-	for i, e := range events {
-		out[i] = timelineEvent(e.Seq, e.Kind, e.Round, e.Duration, e.At, e.Payload)
-	}
-	return out
-}
-
-// timelineEvent reads one event's payload by its kind.
-func timelineEvent(seq int, kind string, round int, duration string, at time.Time, payload string) TimelineEvent {
-	e := TimelineEvent{Seq: seq, Kind: kind, Round: round, Duration: duration, At: at, Raw: payload}
-	p, ok := decodeObject(payload)
-	if !ok {
-		return e
-	}
-	switch kind {
-	case "llm":
-		e.Model = &ModelStep{Text: p.content("text"), Calls: p.calls("tool_calls", nil)}
-		e.Model.InputTokens, e.Model.OutputTokens = p.usage()
-	case "tool":
-		e.Tool = &ToolStep{CallID: p.str("call_id"), Name: p.str("tool"), Error: p.boolean("is_error"),
-			Result: p.content("result")}
-	case "suspend":
-		lines, _ := p["previews"].(map[string]any)
-		e.Pause = &PauseStep{Kind: p.str("kind"), Note: p.str("note"), Calls: p.calls("calls", lines)}
-		if previews := p.content("previews"); previews.Withheld {
-			e.Pause.Previews = previews
-		}
-	case "approval", "input":
-		e.Decision = &DecisionStep{By: p.str("by"), Decision: p.str("decision"), Scope: p.str("scope"),
-			Reason: p.str("reason"), Calls: p.integer("calls"), Edited: p.strs("edited")}
-		if p.boolean("expired") {
-			e.Decision.By = "Nobody in time" // a worker denied the expired pause
-		}
-		if kind == "input" && e.Decision.Decision == "" {
-			e.Decision.Decision = "input"
-		}
-	case "settle":
-		e.Settle = &SettleStep{Status: p.str("status"), Reason: p.str("reason"), Answer: p.content("answer"),
-			Detail: p.str("detail"), Iterations: p.integer("iterations")}
-		e.Settle.InputTokens, e.Settle.OutputTokens = p.usage()
-	case "unavailable":
-		for _, u := range p.objects("unavailable") {
-			e.Unavailable = append(e.Unavailable, UnavailableSource{Source: u.str("source"),
-				Tools: u.str("tools"), Cause: u.str("cause")})
-		}
-	}
-	return e
-}
-
 // runFailure is why a run failed: its reason, and the detail its last
 // settle event recorded; nil for a run that did not fail.
 func runFailure(status, reason string, events []TimelineEvent) *RunFailure {
@@ -217,141 +154,6 @@ func settleDetail(events []TimelineEvent) string {
 		}
 	}
 	return ""
-}
-
-// playgroundFailure is the playground's failure with the detail its settle
-// step recorded; nil unless the run failed.
-func playgroundFailure(r PlaygroundResult) *RunFailure {
-	if r.Outcome.Failure == nil {
-		return nil
-	}
-	f := *r.Outcome.Failure
-	if f.Detail == "" {
-		events := make([]TimelineEvent, len(r.Steps))
-		for i, s := range r.Steps {
-			events[i] = timelineEvent(s.Seq, s.Kind, s.Round, s.Duration, time.Time{}, s.Content)
-		}
-		f.Detail = settleDetail(events)
-	}
-	return &f
-}
-
-// object is a decoded JSON object of a payload.
-type object map[string]any
-
-// decodeObject decodes a payload that is a JSON object, numbers kept as
-// written.
-func decodeObject(s string) (object, bool) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var m map[string]any
-	if dec.Decode(&m) != nil || m == nil {
-		return nil, false
-	}
-	return m, true
-}
-
-func (o object) str(key string) string {
-	switch v := o[key].(type) {
-	case string:
-		return v
-	case nil:
-		return ""
-	default:
-		return fmt.Sprint(v)
-	}
-}
-
-// strs is a list of strings; anything else in it is left out.
-func (o object) strs(key string) []string {
-	a, _ := o[key].([]any)
-	var out []string
-	for _, v := range a {
-		if s, ok := v.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (o object) boolean(key string) bool {
-	b, _ := o[key].(bool)
-	return b
-}
-
-func (o object) integer(key string) int {
-	n, _ := o[key].(json.Number)
-	i, _ := n.Int64()
-	return int(i)
-}
-
-func (o object) objects(key string) []object {
-	list, _ := o[key].([]any)
-	var out []object
-	for _, v := range list {
-		if m, ok := v.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// usage reads the token counts of a payload's usage.
-func (o object) usage() (in, out int) {
-	u, ok := o["usage"].(map[string]any)
-	if !ok {
-		return 0, 0
-	}
-	return object(u).integer("input_tokens"), object(u).integer("output_tokens")
-}
-
-// content reads a content key as the privacy level stored it: the value
-// under key, or its size under key_bytes.
-func (o object) content(key string) Content {
-	if v, ok := o[key]; ok && v != nil {
-		return Content{Text: jsonText(v)}
-	}
-	if n := o.integer(key + "_bytes"); n > 0 {
-		// Zero bytes is no content (a round that only called tools), which
-		// is nothing to mention.
-		return Content{Withheld: true, Size: n}
-	}
-	return Content{}
-}
-
-// calls reads a list of calls; previews, when kept, maps call ids to their
-// preview lines.
-func (o object) calls(key string, previews map[string]any) []StepCall {
-	var out []StepCall
-	for _, c := range o.objects(key) {
-		call := StepCall{ID: c.str("id"), Name: c.str("name"), Arguments: c.content("arguments")}
-		if line, ok := previews[call.ID].(string); ok {
-			call.Preview = line
-		}
-		out = append(out, call)
-	}
-	return out
-}
-
-// jsonText is a content value for people: a string as it is, or indented
-// when it is itself a JSON object or list (a tool's result often is);
-// anything else as indented JSON.
-func jsonText(v any) string {
-	if s, ok := v.(string); ok {
-		t := strings.TrimSpace(s)
-		if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
-			var buf bytes.Buffer
-			if json.Indent(&buf, []byte(t), "", "  ") == nil {
-				return buf.String()
-			}
-		}
-		return s
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }
 
 // kindLabel names an event's kind for people.

@@ -214,8 +214,9 @@ type Field struct {
 // RunPage is a run's detail page: its timeline of stored events.
 type RunPage struct {
 	Page
-	Run    RunSummary
-	Events []Event
+	Run RunSummary
+	// Events are the run's stored events, shaped for display.
+	Events []TimelineEvent
 	// FailedDeliveries are the run's notifications the workers gave up
 	// on; only admins are shown any.
 	FailedDeliveries []FailedDelivery
@@ -238,16 +239,6 @@ type RunSummary struct {
 	Waiting bool
 	// CanCancel: the run is not settled and the user may cancel it.
 	CanCancel bool
-}
-
-// Event is one stored step of a run.
-type Event struct {
-	Seq      int
-	Kind     string
-	Round    int
-	Duration string
-	At       time.Time
-	Payload  string // indented JSON, as stored (after the privacy filter)
 }
 
 // HistoryPage is one page of the runs the user may see, newest first.

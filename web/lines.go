@@ -25,6 +25,24 @@ const (
 var lineTypes = []string{lineProgress, lineSettled, lineStep, lineTerminal, lineAttached, lineEvent, lineEnd, lineError, lineKeepalive,
 	lineFollowing, lineClaimed, lineDone}
 
+// The live lines of text as the provider writes it. They are never
+// stored as events, and only who may read the run gets them. Declared for
+// live text; no stream sends them yet, and they join lineTypes when one
+// does.
+const (
+	lineDelta    = "delta"    // the model's answer as it streams
+	lineThinking = "thinking" // the model's reasoning as it streams
+)
+
+// textLine is a piece of the text a turn's model round streams: a delta
+// of its answer, or of its thinking. Turn is the conversation's turn the
+// round belongs to.
+type textLine struct {
+	Type string `json:"type"` // lineDelta or lineThinking
+	Turn int    `json:"turn"`
+	Text string `json:"text"`
+}
+
 // typeLine is a line that is its kind alone: keepalive, settled.
 type typeLine struct {
 	Type string `json:"type"`

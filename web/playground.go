@@ -146,7 +146,7 @@ func (s *Server) renderResult(w http.ResponseWriter, r *http.Request, status int
 		return
 	}
 	page.Result = &templates.PlaygroundResult{RunID: id, Configuration: cfg.Name,
-		FourEyes: cfg.RequireSecondApprover, Steps: steps, Outcome: o}
+		FourEyes: cfg.RequireSecondApprover, Steps: steps, Outcome: withSettleDetail(o, steps)}
 	s.render(w, r, status, templates.Playground(page))
 }
 
@@ -165,7 +165,7 @@ func playgroundOutcome(out runtime.Outcome) templates.PlaygroundOutcome {
 	if out.Status == runtime.StatusFailed {
 		// The stream's message names the reason by its code; a person
 		// reads it in words, with the cause from the run's settle step
-		// (the page finds it among the steps).
+		// (renderResult finds it among the steps).
 		o.Failure = &templates.RunFailure{Reason: out.Reason}
 		o.Message = "The run failed: " + templates.ReasonText(out.Reason) + "."
 	}

@@ -11,8 +11,8 @@ import (
 )
 
 // run shows a run's timeline to its owner and admins; to anyone else it
-// does not exist. The page reads each event's payload by its kind (see
-// templates.RunDetail), and a failed run's cause from its settle event.
+// does not exist. Each event shows by its kind, read from its payload's
+// struct (see timeline), and a failed run's cause from its settle event.
 func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, ok := s.runParam(w, r, s.at.page, ps)
 	if !ok {
@@ -37,10 +37,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 		s.refuse(w, r, s.at.page, id, err)
 		return
 	}
-	for _, e := range d.Events {
-		page.Events = append(page.Events, templates.Event{Seq: e.Seq, Kind: string(e.Kind), Round: e.Round,
-			Duration: stepDuration(e), At: e.CreatedAt, Payload: indent(e.Payload)})
-	}
+	page.Events = timeline(d.Events)
 	s.render(w, r, http.StatusOK, templates.RunDetail(page))
 }
 

@@ -1,0 +1,396 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a-h/templ"
+	"golang.org/x/net/html"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/templates"
+)
+
+// The run page's timeline from stored events: the payloads read by their
+// kind's struct (timeline) and rendered (templates.RunDetail), and the
+// playground's failure completed from its settle step.
+
+// Events as the store returns them, their payloads as
+// runtime/continuation.go records them, at the full privacy level.
+var fullEvents = []runtime.Event{
+	{Seq: 1, Kind: "llm", Round: 1, DurationMS: 812, CreatedAt: now, Payload: json.RawMessage(`{"text": "Let me look up ORD-17 first.",
+		"tool_calls": [{"id": "call_1", "name": "lookup_order", "arguments": {"order_id": "ORD-17"}},
+			{"id": "call_2", "name": "lookup_customer", "arguments": {"customer": "Alice"}}],
+		"usage": {"input_tokens": 187, "output_tokens": 23}}`)},
+	{Seq: 2, Kind: "tool", Round: 1, DurationMS: 4, CreatedAt: now, Payload: json.RawMessage(`{"call_id": "call_1", "tool": "lookup_order",
+		"is_error": false, "result": "{\"order_id\":\"ORD-17\",\"amount_cents\":4990}"}`)},
+	{Seq: 3, Kind: "tool", Round: 1, DurationMS: 0, CreatedAt: now, Payload: json.RawMessage(`{"call_id": "call_2", "tool": "lookup_customer",
+		"is_error": true, "result": "error: tool \"lookup_customer\" is not available to this agent"}`)},
+	{Seq: 4, Kind: "suspend", Round: 2, CreatedAt: now, Payload: json.RawMessage(`{"kind": "approval", "digest": "d1g",
+		"calls": [{"id": "call_3", "name": "refund_order", "arguments": {"order_id": "ORD-17"}}],
+		"previews": {"call_3": "Refund 49.90 EUR of ORD-17 to Alice Example"},
+		"note": "The previous attempt was interrupted; its effect is unknown."}`)},
+	{Seq: 5, Kind: "approval", CreatedAt: now, Payload: json.RawMessage(`{"by": "olga", "decision": "approve", "calls": 1, "scope": "once",
+		"reason": "Alice called; the parcel is lost."}`)},
+	{Seq: 6, Kind: "suspend", Round: 3, CreatedAt: now, Payload: json.RawMessage(`{"kind": "input", "digest": "d2g",
+		"calls": [{"id": "call_4", "name": "ask_operator", "arguments": {"question": "How much?"}}]}`)},
+	{Seq: 7, Kind: "input", CreatedAt: now, Payload: json.RawMessage(`{"by": "olga", "decision": "input", "calls": 1}`)},
+	{Seq: 8, Kind: "unavailable", CreatedAt: now, Payload: json.RawMessage(`{"unavailable": [{"source": "crm", "tools": "crm_*",
+		"cause": "the server refused its token (401)"}]}`)},
+	{Seq: 9, Kind: "cancel", CreatedAt: now, Payload: json.RawMessage(`{"requested": true}`)},
+	{Seq: 10, Kind: "settle", Round: 3, CreatedAt: now, Payload: json.RawMessage(`{"status": "completed", "reason": "completed",
+		"answer": "Refunded 49.90 EUR.", "iterations": 3, "usage": {"input_tokens": 600, "output_tokens": 80}}`)},
+}
+
+func eventsOf(t *testing.T, doc *html.Node, want int) []*html.Node {
+	t.Helper()
+	events := findAll(doc, is("li", "data-testid", "event"))
+	if len(events) != want {
+		t.Fatalf("events: got %d, want %d", len(events), want)
+	}
+	return events
+}
+
+// inDetails reports whether n sits inside a <details>.
+func inDetails(n *html.Node) bool {
+	for p := n.Parent; p != nil; p = p.Parent {
+		if p.Type == html.ElementNode && p.Data == "details" {
+			return true
+		}
+	}
+	return false
+}
+
+// wantText fails unless the one element matching inside n reads want.
+func wantText(t *testing.T, n *html.Node, what string, match func(*html.Node) bool, want string) {
+	t.Helper()
+	if got := text(one(t, n, what, match)); got != want {
+		t.Errorf("%s: got %q, want %q", what, got, want)
+	}
+}
+
+// TestTimelineByKind: each kind reads as what happened, content folded
+// where it is long, and the stored JSON of every event behind a toggle.
+func TestTimelineByKind(t *testing.T) {
+	p := templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 9, Status: "completed", Reason: "completed"}, Events: timeline(fullEvents)}
+	_, doc := render(t, templates.RunDetail(p))
+	events := eventsOf(t, doc, len(fullEvents))
+	for i, e := range events {
+		wantAttr(t, e, "data-kind", string(fullEvents[i].Kind))
+		raw := one(t, e, "raw JSON", is("pre", "data-testid", "event-raw"))
+		if !inDetails(raw) {
+			t.Errorf("event %d: its JSON is not behind a toggle", i+1)
+		}
+	}
+	for _, pre := range findAll(one(t, doc, "timeline", is("ol", "data-testid", "timeline")), is("pre")) {
+		if !inDetails(pre) {
+			t.Errorf("a <pre> outside a toggle: %q", text(pre))
+		}
+	}
+
+	model := events[0]
+	wantText(t, model, "model text", is("", "data-testid", "step-text"), "Let me look up ORD-17 first.")
+	calls := findAll(model, is("", "data-testid", "step-call"))
+	if len(calls) != 2 {
+		t.Fatalf("model calls: got %d, want 2", len(calls))
+	}
+	wantText(t, calls[0], "call tool", is("code", "class", "tool"), "lookup_order")
+	args := one(t, calls[0], "arguments", is("pre", "data-testid", "step-arguments"))
+	if !inDetails(args) || !strings.Contains(text(args), `"order_id": "ORD-17"`) {
+		t.Errorf("arguments %q are not folded, indented JSON", text(args))
+	}
+	wantText(t, model, "head", is("p", "class", "event-head"), "#1 Model round 1 812 ms 187 in · 23 out tokens 12:00:00")
+	wantAttr(t, one(t, model, "time", is("time")), "title", "2026-03-01 12:00:00 UTC")
+
+	result := events[1]
+	wantText(t, result, "tool", is("code", "data-testid", "step-tool"), "lookup_order")
+	folded := one(t, result, "result", is("details", "data-testid", "step-result"))
+	if _, open := attr(folded, "open"); open {
+		t.Error("the result is unfolded, want it folded")
+	}
+	if got := text(one(t, folded, "result text", is("pre"))); !strings.Contains(got, `"amount_cents": 4990`) {
+		t.Errorf("result: got %q, want the JSON result indented", got)
+	}
+	wantText(t, folded, "result summary", is("summary"), "result · 4 lines")
+	none(t, result, "error badge", is("", "data-testid", "step-error"))
+	wantAttr(t, result, "class", "event event-tool")
+
+	failed := events[2]
+	one(t, failed, "error badge", is("", "data-testid", "step-error"))
+	wantAttr(t, failed, "class", "event event-tool event-error")
+
+	pause := events[3]
+	wantText(t, pause, "pause", is("", "data-testid", "step-pause"), "Waits for approval of refund_order")
+	wantText(t, pause, "preview", is("", "data-testid", "step-preview"), "Refund 49.90 EUR of ORD-17 to Alice Example")
+	one(t, pause, "note", is("p", "role", "note"))
+
+	approval := events[4]
+	decision := one(t, approval, "decision", is("p", "data-testid", "step-decision"))
+	wantAttr(t, decision, "data-decision", "approve")
+	if got, want := text(decision), "olga approved 1 call only this time"; got != want {
+		t.Errorf("approval: got %q, want %q", got, want)
+	}
+	wantText(t, approval, "reason", is("", "data-testid", "step-reason"), "Alice called; the parcel is lost.")
+
+	wantText(t, events[5], "input pause", is("", "data-testid", "step-pause"), "Waits for input to ask_operator")
+	wantText(t, events[6], "input", is("p", "data-testid", "step-decision"), "olga answered")
+	none(t, events[6], "scope of an input", is("", "data-testid", "step-scope"))
+	wantText(t, events[7], "unavailable", is("", "data-testid", "step-unavailable"),
+		"crm_* from crm: the server refused its token (401)")
+	one(t, events[8], "cancel", is("", "data-testid", "step-cancel"))
+
+	settle := events[9]
+	wantText(t, settle, "settle", is("", "data-testid", "step-settle"), "completed the agent finished")
+	wantText(t, settle, "answer", is("", "data-testid", "step-answer"), "Refunded 49.90 EUR.")
+	wantText(t, settle, "totals", is("", "data-testid", "step-tokens"), "3 rounds · 600 in · 80 out tokens")
+
+	none(t, doc, "failure banner", is("", "data-testid", "run-failure"))
+}
+
+// TestTimelineMetadata: at the metadata level content is only its size,
+// and the page says so instead of showing nothing.
+func TestTimelineMetadata(t *testing.T) {
+	events := []runtime.Event{
+		{Seq: 1, Kind: "llm", Round: 1, Payload: json.RawMessage(`{"text_bytes": 120, "usage": {"input_tokens": 1, "output_tokens": 2},
+			"tool_calls": [{"id": "call_1", "name": "refund_order", "arguments_bytes": 42}]}`)},
+		{Seq: 2, Kind: "tool", Round: 1, Payload: json.RawMessage(`{"call_id": "call_1", "tool": "refund_order", "is_error": false, "result_bytes": 1}`)},
+		{Seq: 3, Kind: "suspend", Round: 1, Payload: json.RawMessage(`{"kind": "approval", "digest": "d",
+			"calls": [{"id": "call_1", "name": "refund_order", "arguments_bytes": 42}], "previews_bytes": 57}`)},
+		{Seq: 4, Kind: "settle", Round: 1, Payload: json.RawMessage(`{"status": "completed", "reason": "completed", "answer_bytes": 12, "iterations": 1}`)},
+		{Seq: 5, Kind: "llm", Round: 2, Payload: json.RawMessage(`{"text_bytes": 0, "tool_calls": [{"id": "call_2", "name": "lookup_order", "arguments_bytes": 2}]}`)},
+	}
+	_, doc := render(t, templates.RunDetail(templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 3, Status: "completed"}, Events: timeline(events)}))
+	got := eventsOf(t, doc, 5)
+	wantText(t, got[0], "text", is("", "data-testid", "step-text"), "text: 120 bytes (not stored at this privacy level)")
+	wantText(t, got[0], "call", is("span", "data-testid", "step-call"),
+		"calls refund_order arguments: 42 bytes (not stored at this privacy level)")
+	wantText(t, got[1], "result", is("", "data-testid", "step-result"), "result: 1 byte (not stored at this privacy level)")
+	if !strings.Contains(text(got[2]), "previews: 57 bytes (not stored at this privacy level)") {
+		t.Errorf("pause %q does not say its previews were withheld", text(got[2]))
+	}
+	wantText(t, got[3], "answer", is("", "data-testid", "step-answer"), "answer: 12 bytes (not stored at this privacy level)")
+	none(t, got[4], "the size of no text", is("", "data-testid", "step-text"))
+	for _, e := range got {
+		none(t, e, "folded content", is("details", "class", "fold"))
+	}
+}
+
+// TestTimelineRedacted: at the redacted level the shape shows with its
+// values hidden.
+func TestTimelineRedacted(t *testing.T) {
+	events := []runtime.Event{
+		{Seq: 1, Kind: "llm", Round: 1, Payload: json.RawMessage(`{"text": "[redacted]",
+			"tool_calls": [{"id": "call_1", "name": "refund_order", "arguments": {"order_id": "[redacted]"}}]}`)},
+		{Seq: 2, Kind: "tool", Round: 1, Payload: json.RawMessage(`{"call_id": "call_1", "tool": "refund_order", "is_error": false, "result": "[redacted]"}`)},
+	}
+	_, doc := render(t, templates.RunDetail(templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 3}, Events: timeline(events)}))
+	got := eventsOf(t, doc, 2)
+	wantText(t, got[0], "text", is("", "data-testid", "step-text"), "[redacted]")
+	if a := text(one(t, got[0], "arguments", is("pre", "data-testid", "step-arguments"))); !strings.Contains(a, `"order_id": "[redacted]"`) {
+		t.Errorf("arguments: got %q", a)
+	}
+	wantText(t, got[1], "result", is("details", "data-testid", "step-result"), "result · 1 line [redacted]")
+}
+
+// TestTimelineUnknownPayload: an event of a kind the page does not know,
+// or whose payload is not JSON, shows its head and its JSON only.
+func TestTimelineUnknownPayload(t *testing.T) {
+	events := []runtime.Event{
+		{Seq: 1, Kind: "observer", Payload: json.RawMessage(`{"tool": "slow_task"}`)},
+		{Seq: 2, Kind: "llm", Payload: json.RawMessage(`not json`)},
+		{Seq: 3, Kind: "settle"},
+	}
+	_, doc := render(t, templates.RunDetail(templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 3}, Events: timeline(events)}))
+	got := eventsOf(t, doc, 3)
+	for i, e := range got[:2] {
+		if n := len(findAll(e, is("p"))); n != 1 {
+			t.Errorf("event %d: %d paragraphs, want only its head", i+1, n)
+		}
+		one(t, e, "raw", is("pre", "data-testid", "event-raw"))
+	}
+	none(t, got[2], "raw of an empty payload", is("pre", "data-testid", "event-raw"))
+}
+
+// TestRunFailureBanner: a failed run says why at the top of its page: its
+// reason in words and the cause its settle event recorded.
+func TestRunFailureBanner(t *testing.T) {
+	settle := runtime.Event{Seq: 2, Kind: "settle", Round: 1, Payload: json.RawMessage(`{"status": "failed", "reason": "provider_failed",
+		"answer_bytes": 0, "iterations": 0,
+		"detail": "provider failed: openai: the model endpoint refused the API key (401)"}`)}
+	p := templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 5, Status: "failed", Reason: "provider_failed"},
+		Events: timeline([]runtime.Event{{Seq: 1, Kind: "llm", Payload: json.RawMessage(`{}`)}, settle})}
+	_, doc := render(t, templates.RunDetail(p))
+	banner := one(t, doc, "banner", is("section", "data-testid", "run-failure"))
+	wantAttr(t, banner, "data-reason", "provider_failed")
+	if got, want := text(banner), "The run failed: the model could not be reached or refused. "+
+		"provider failed: openai: the model endpoint refused the API key (401)"; got != want {
+		t.Errorf("banner: got %q, want %q", got, want)
+	}
+	main := one(t, doc, "main", is("main"))
+	var first *html.Node
+	for d := range main.Descendants() {
+		if d.Type == html.ElementNode && (d.Data == "section" || d.Data == "ol") {
+			first = d
+			break
+		}
+	}
+	if first != banner {
+		t.Error("the failure is not the first section of the page")
+	}
+
+	p.Events = nil
+	p.Run.Reason = "max_iterations"
+	_, doc = render(t, templates.RunDetail(p))
+	wantText(t, doc, "banner without a settle event", is("section", "data-testid", "run-failure"),
+		"The run failed: it reached its limit of rounds.")
+
+	p.Run.Status, p.Run.Reason = "completed", "completed"
+	_, doc = render(t, templates.RunDetail(p))
+	none(t, doc, "banner of a completed run", is("", "data-testid", "run-failure"))
+}
+
+// TestPlaygroundFailure: the playground's result of a failed run says why
+// at its top, with the cause from its settle step, and its outcome says
+// the reason in words.
+func TestPlaygroundFailure(t *testing.T) {
+	r := templates.PlaygroundResult{RunID: 8, Configuration: "Refund", Steps: []templates.PlaygroundStep{{Seq: 1, Kind: "settle",
+		Content: "{\n  \"detail\": \"provider failed: openai: the model endpoint failed (HTTP 502)\",\n  \"reason\": \"provider_failed\",\n  \"status\": \"failed\"\n}"}},
+		Outcome: templates.PlaygroundOutcome{Event: "error", Code: "provider_failed",
+			Message: "The run failed: the model could not be reached or refused.", Failure: &templates.RunFailure{Reason: "provider_failed"}}}
+	r.Outcome = withSettleDetail(r.Outcome, r.Steps)
+	_, doc := render(t, templates.Playground(templates.PlaygroundPage{Page: samplePage(), Result: &r}))
+	run := one(t, doc, "run line", is("div", "data-testid", "playground-run"))
+	wantText(t, run, "banner", is("section", "data-testid", "run-failure"),
+		"The run failed: the model could not be reached or refused. provider failed: openai: the model endpoint failed (HTTP 502)")
+	outcome := one(t, doc, "outcome", is("div", "data-testid", "playground-outcome"))
+	wantText(t, outcome, "heading", is("h3"), "Failed")
+	wantText(t, outcome, "message", is("p", "data-testid", "playground-error"),
+		"The run failed: the model could not be reached or refused.")
+
+	r.Outcome = templates.PlaygroundOutcome{Event: "error", Code: "handed_over", Message: "this server is stopping; a worker finishes the run"}
+	_, doc = render(t, templates.Playground(templates.PlaygroundPage{Page: samplePage(), Result: &r}))
+	none(t, doc, "banner of a run that did not fail", is("", "data-testid", "run-failure"))
+	wantText(t, doc, "heading", is("h3"), "Stopped")
+}
+
+func TestTimelineNamesEditedCalls(t *testing.T) {
+	events := []runtime.Event{{Seq: 1, Kind: "approval", CreatedAt: now, Payload: json.RawMessage(`{"by": "olga", "decision": "approve", "calls": 2,
+		"scope": "once", "edited": ["call_3"], "arguments_bytes": 40}`)}}
+	_, doc := render(t, templates.RunDetail(templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 9, Status: "running"}, Events: timeline(events)}))
+	wantText(t, doc, "edited", is("", "data-testid", "step-edited"), "with 1 call edited: call_3")
+}
+
+// An approval event of an expiry names no person: the timeline says
+// nobody decided in time, and the reason says how long it waited.
+func TestTimelineOfAnExpiry(t *testing.T) {
+	e := timelineEvent(runtime.Event{Seq: 3, Kind: "approval",
+		Payload: json.RawMessage(`{"by": "", "expired": true, "decision": "deny", "calls": 1, "scope": "once", "reason": "no decision within 24h0m0s"}`)})
+	if e.Decision == nil || e.Decision.By != "Nobody in time" || e.Decision.Reason != "no decision within 24h0m0s" {
+		t.Errorf("decision step = %+v, want by nobody in time, with the reason", e.Decision)
+	}
+	if e := timelineEvent(runtime.Event{Seq: 3, Kind: "approval", Payload: json.RawMessage(`{"by": "olga", "decision": "deny"}`)}); e.Decision.By != "olga" {
+		t.Errorf("a person's decision reads as by %q", e.Decision.By)
+	}
+}
+
+// render renders c and parses the result, failing the test on either error.
+func render(t *testing.T, c templ.Component) (string, *html.Node) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := c.Render(context.Background(), &buf); err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	doc, err := html.Parse(strings.NewReader(buf.String()))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return buf.String(), doc
+}
+
+// findAll returns every element below n for which match is true.
+func findAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
+	var out []*html.Node
+	for d := range n.Descendants() {
+		if d.Type == html.ElementNode && match(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func attr(n *html.Node, key string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+// is matches an element by tag and attributes; an attribute value of "*"
+// only requires the attribute to be present.
+func is(tag string, attrs ...string) func(*html.Node) bool {
+	return func(n *html.Node) bool {
+		if tag != "" && n.Data != tag {
+			return false
+		}
+		for i := 0; i+1 < len(attrs); i += 2 {
+			v, ok := attr(n, attrs[i])
+			if !ok || (attrs[i+1] != "*" && v != attrs[i+1]) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// one returns the single element matching; it fails unless there is
+// exactly one.
+func one(t *testing.T, n *html.Node, what string, match func(*html.Node) bool) *html.Node {
+	t.Helper()
+	got := findAll(n, match)
+	if len(got) != 1 {
+		t.Fatalf("%s: got %d matches, want 1", what, len(got))
+	}
+	return got[0]
+}
+
+func none(t *testing.T, n *html.Node, what string, match func(*html.Node) bool) {
+	t.Helper()
+	if got := findAll(n, match); len(got) != 0 {
+		t.Errorf("%s: got %d matches, want none", what, len(got))
+	}
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	for d := range n.Descendants() {
+		if d.Type == html.TextNode {
+			b.WriteString(d.Data)
+			b.WriteByte(' ')
+		}
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+func wantAttr(t *testing.T, n *html.Node, key, want string) {
+	t.Helper()
+	got, ok := attr(n, key)
+	if !ok {
+		t.Errorf("<%s> has no %s attribute, want %q", n.Data, key, want)
+		return
+	}
+	if got != want {
+		t.Errorf("<%s %s>: got %q, want %q", n.Data, key, got, want)
+	}
+}
+
+var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func samplePage() templates.Page {
+	return templates.Page{Title: "Inbox", User: &templates.User{Name: "olga"}, CSRF: "tok-123", Flash: "Run 7 completed."}
+}
