@@ -26,31 +26,14 @@ type DecideRequest struct {
 	// Inbox marks a decision made in the inbox, which refuses process runs.
 	Inbox bool
 	// Arguments replace, by call id, the arguments of pending calls: an
-	// approval of the turn with the calls edited (see edit.go). Only with
+	// approval of the turn with the calls edited (see decide_edit.go). Only with
 	// DecisionApprove.
 	Arguments map[string]json.RawMessage
 	// Form is the decision's form as a page posted it, values by field
-	// name. When it holds an edit form's fields (see edit.go) they are
+	// name. When it holds an edit form's fields (see decide_edit.go) they are
 	// read against the pending turn in place of Arguments, at the step
 	// that checks the edits; its other fields are ignored.
 	Form map[string][]string
-}
-
-// InputRequest is a person's answer to an input turn.
-type InputRequest struct {
-	RunID  int64
-	Digest string
-	Input  json.RawMessage
-	// Form, when not nil, is the answer as a page posted it, values by
-	// field name: it is read by the pending turn's schema in place of
-	// Input, at the pipeline's validation step, after the checks before
-	// it; a field that does not even parse (text where a number belongs)
-	// is refused with the schema's own messages. Fields the schema does
-	// not name (turn_digest, csrf_token) are ignored.
-	Form  map[string][]string
-	Actor Actor
-	Path  string
-	Inbox bool
 }
 
 // Decide runs the decision pipeline for an approval or a denial: the checks
@@ -123,52 +106,6 @@ func (p *pipeline) checkApproval() error {
 		return p.checkGrants()
 	}
 	return nil
-}
-
-// SubmitInput runs the decision pipeline for an answer to an input turn;
-// see Decide. An answer that fails the schema is refused with
-// invalid_input and a message per field.
-func (e *Engine) SubmitInput(ctx context.Context, req InputRequest) (*Continuation, error) {
-	p := pipeline{e: e, runID: req.RunID, digest: req.Digest, actor: req.Actor, path: req.Path,
-		inbox: req.Inbox, waitFor: StatusWaitingForInput}
-	if err := p.check(ctx); err != nil {
-		return nil, err
-	}
-	raw, formErrors := req.Input, map[string]string(nil)
-	if req.Form != nil {
-		raw, formErrors = e.validator.FromForm(p.state.Pending.Schema, req.Form)
-	}
-	// What is checked is what is stored and what the model reads: the
-	// answer read strictly and written again, never the bytes as sent.
-	input, err := NormalizeJSON(raw)
-	var bad *JSONError
-	if errors.As(err, &bad) {
-		field := ""
-		if len(bad.Path) > 0 {
-			field = bad.Path[0]
-		}
-		return nil, &Refusal{Code: CodeInvalidInput, Message: "the answer does not fit the form: " + bad.Error(),
-			Fields: map[string]string{field: bad.Problem}}
-	}
-	if err != nil {
-		return nil, &Refusal{Code: CodeInvalidInput, Message: "the answer is not valid JSON",
-			Fields: map[string]string{"": err.Error()}}
-	}
-	fields, err := e.validator.Errors(p.state.Pending.Schema, input)
-	if err != nil {
-		return nil, &Refusal{Code: CodeInvalidInput, Message: "the answer is not valid JSON",
-			Fields: map[string]string{"": err.Error()}}
-	}
-	for k, v := range formErrors {
-		if fields == nil {
-			fields = map[string]string{}
-		}
-		fields[k] = v
-	}
-	if fields != nil {
-		return nil, &Refusal{Code: CodeInvalidInput, Message: "the answer does not fit the form", Fields: fields}
-	}
-	return p.claim(ctx, DecisionRecord{Kind: DecisionInput, Scope: ScopeOnce, Input: input}, nil)
 }
 
 // pipeline carries one decision through its checks and its claim.
@@ -299,18 +236,6 @@ func (p *pipeline) prepare(d DecisionRecord, standing []string) (Claim, Decision
 	return c, d, nil
 }
 
-// claimFailed explains a claim that did not go through: a lost one as the
-// refusal it was classified as.
-func (p *pipeline) claimFailed(ctx context.Context, err error) error {
-	if errors.Is(err, ErrClaimLost) {
-		err = p.lost(ctx)
-		if code := CodeOf(err); code != "" {
-			p.e.metrics.ClaimLost(code)
-		}
-	}
-	return err
-}
-
 // won is a claim that went through: the continuation to run in the
 // request, or nil on the durable path.
 func (p *pipeline) won(c Claim, d DecisionRecord) *Continuation {
@@ -321,42 +246,4 @@ func (p *pipeline) won(c Claim, d DecisionRecord) *Continuation {
 	run := *p.run
 	run.Status, run.ClaimedBy = StatusRunning, c.ClaimedBy
 	return p.e.continuation(&run, p.cfg, p.state, &d)
-}
-
-// lost classifies a claim someone else won, as the winner left the run:
-// on a cluster the winner may have committed on another node.
-func (p *pipeline) lost(ctx context.Context) error {
-	run, err := p.e.store.RunSynced(ctx, p.runID)
-	if err != nil {
-		return fmt.Errorf("runtime: classify lost claim of run %d: %w", p.runID, err)
-	}
-	if run.Status == p.waitFor && run.TurnDigest != p.digest {
-		return &Refusal{Code: CodeStaleTurn, Digest: run.TurnDigest,
-			Message: "the pending action changed; review it again"}
-	}
-	return p.notWaiting(ctx, run)
-}
-
-// notWaiting explains why a run that does not wait for this decision
-// cannot take it. A turn someone already decided is already_resuming
-// however far its continuation got, so a double click never reads as an
-// error about the run.
-func (p *pipeline) notWaiting(ctx context.Context, run *Run) error {
-	switch run.Status {
-	case StatusRunning, StatusDecided, StatusQueued:
-		return p.alreadyDecided(ctx, run, nil, "run %d is already being resumed")
-	}
-	if p.digest != "" {
-		d, err := p.e.store.Decision(ctx, run.ID, p.digest)
-		if err == nil {
-			return p.alreadyDecided(ctx, run, d, "this turn of run %d was already decided")
-		}
-		if !errors.Is(err, ErrNotFound) {
-			return err
-		}
-	}
-	if run.Status.Terminal() {
-		return refuse(CodeNotWaiting, "run %d is already %s", run.ID, run.Status)
-	}
-	return refuse(CodeNotWaiting, "run %d is %s, not %s", run.ID, run.Status, p.waitFor)
 }

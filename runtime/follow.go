@@ -3,64 +3,14 @@ package runtime
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
-// A decider who loses a claim (a second tab, a double click, a colleague a
-// second late) is told what happened instead of only "already being
-// resumed": who decided the turn, how and when, and how the run stands
-// (the summary rides on the already_resuming refusal), and a streamed loser
-// may follow the winning continuation to its end (Follow). Both are told
-// only to who passed MayDecide; the reason only to who may read the run.
-
-// DecisionSummary is the decision that won a turn, as a decider who lost
-// it may see it.
-type DecisionSummary struct {
-	// By is the decider's name; "" for a decision by nobody (a deadline).
-	By    string
-	Kind  string // approve, deny or input
-	Scope string
-	// DecidedAt is when the claim was won, by the database's clock: every
-	// event of the winning continuation is recorded at or after it.
-	DecidedAt time.Time
-	// Status is the run's status when the loser was refused.
-	Status Status
-	// MayRead says whether the loser may read the run: only then is the
-	// reason set, and a follower shown the steps' stored content.
-	MayRead bool
-	// Reason is the winner's reason, only for a loser who may read the run
-	// (never the input: that is content of the run).
-	Reason string
-}
-
-// alreadyDecided is the already_resuming refusal of a turn someone else
-// decided, carrying the decision d (looked up when nil) when it is found.
-// Errors are the store's.
-func (p *pipeline) alreadyDecided(ctx context.Context, run *Run, d *DecisionRecord, format string) error {
-	ref := refuse(CodeAlreadyResuming, format, run.ID)
-	if p.digest == "" {
-		return ref
-	}
-	if d == nil {
-		var err error
-		d, err = p.e.store.Decision(ctx, run.ID, p.digest)
-		if errors.Is(err, ErrNotFound) {
-			return ref
-		}
-		if err != nil {
-			return fmt.Errorf("runtime: explain lost claim of run %d: %w", run.ID, err)
-		}
-	}
-	sum := &DecisionSummary{By: d.DeciderName, Kind: d.Kind, Scope: d.Scope, DecidedAt: d.DecidedAt, Status: run.Status}
-	if sum.MayRead = p.actor.MayRead(run.OwnerID); sum.MayRead {
-		if reason, err := p.e.openText(d.Reason, DecisionPlace("reason", d.RunID, d.TurnDigest)); err == nil {
-			sum.Reason = reason
-		}
-	}
-	ref.Decided = sum
-	return ref
-}
+// A streamed decider who lost a claim (a second tab, a double click, a
+// colleague a second late) may follow the winning continuation to its end:
+// its steps as they are recorded, then its outcome. Only who passed
+// MayDecide follows; a step's stored content goes only to who may read the
+// run.
 
 // Followed is what one look at a decided run gives its follower: the
 // events recorded since the decision after the seq asked for, and, once

@@ -1,6 +1,3 @@
-// Package runtime is the agent engine of Turnstile: run states, the turn
-// digest, the decision pipeline, the step observer, and the interfaces that
-// providers, tools and the store satisfy. It imports no HTTP and no SQL.
 package runtime
 
 import (

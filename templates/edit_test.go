@@ -3,6 +3,8 @@ package templates
 import (
 	"strings"
 	"testing"
+
+	"github.com/turnstile-dev/turnstile/templates/htmltest"
 )
 
 // TestEditFormsFollowTheDecisionForm: an approval card has one "Edit and
@@ -20,38 +22,38 @@ func TestEditFormsFollowTheDecisionForm(t *testing.T) {
 			{ID: "call_2", Name: "send_mail", Edit: &EditForm{JSON: `{"to": ["a@example.com"]}`}},
 		},
 	}}}
-	_, doc := render(t, Inbox(p))
-	card := one(t, doc, "card", is("article", "data-testid", "inbox-run"))
+	_, doc := htmltest.Render(t, Inbox(p))
+	card := htmltest.One(t, doc, "card", htmltest.Is("article", "data-testid", "inbox-run"))
 	var forms []string
-	for _, f := range findAll(card, is("form")) {
-		v, _ := attr(f, "data-testid")
+	for _, f := range htmltest.FindAll(card, htmltest.Is("form")) {
+		v, _ := htmltest.Attr(f, "data-testid")
 		forms = append(forms, v)
 	}
 	if got := strings.Join(forms, ","); got != ",edit-form,edit-form" {
 		t.Errorf("the card's forms are %q, want the decision form first, then one edit form per call", got)
 	}
-	edits := findAll(card, is("details", "data-testid", "edit"))
+	edits := htmltest.FindAll(card, htmltest.Is("details", "data-testid", "edit"))
 	if len(edits) != 2 {
 		t.Fatalf("%d edit forms, want 2", len(edits))
 	}
 	first, second := edits[0], edits[1]
-	wantAttr(t, first, "data-call-id", "call_1")
-	if _, open := attr(first, "open"); !open {
+	htmltest.WantAttr(t, first, "data-call-id", "call_1")
+	if _, open := htmltest.Attr(first, "open"); !open {
 		t.Error("the refused edit is folded, want it open")
 	}
-	if _, open := attr(second, "open"); open {
+	if _, open := htmltest.Attr(second, "open"); open {
 		t.Error("an edit nobody refused is open, want it folded")
 	}
-	one(t, first, "the edited call", is("input", "name", "edit", "value", "call_1"))
-	one(t, first, "the decision", is("input", "type", "hidden", "name", "decision", "value", "approve"))
-	none(t, first, "a button named decision", is("button", "name", "decision"))
-	wantAttr(t, one(t, first, "the amount", is("input", "name", "arguments.call_1.amount_cents")), "value", "0")
-	wantText(t, first, "the amount's error", is("p", "data-field", "arguments.call_1.amount_cents"), "must be at least 1")
-	if got := text(first); !strings.Contains(got, "also approves the turn's 1 other call") {
+	htmltest.One(t, first, "the edited call", htmltest.Is("input", "name", "edit", "value", "call_1"))
+	htmltest.One(t, first, "the decision", htmltest.Is("input", "type", "hidden", "name", "decision", "value", "approve"))
+	htmltest.None(t, first, "a button named decision", htmltest.Is("button", "name", "decision"))
+	htmltest.WantAttr(t, htmltest.One(t, first, "the amount", htmltest.Is("input", "name", "arguments.call_1.amount_cents")), "value", "0")
+	wantText(t, first, "the amount's error", htmltest.Is("p", "data-field", "arguments.call_1.amount_cents"), "must be at least 1")
+	if got := htmltest.Text(first); !strings.Contains(got, "also approves the turn's 1 other call") {
 		t.Errorf("the edit form of a turn of two calls does not say it approves the other: %q", got)
 	}
-	area := one(t, second, "the JSON field", is("textarea", "name", "arguments.call_2"))
-	if got := text(area); got != `{"to": ["a@example.com"]}` {
+	area := htmltest.One(t, second, "the JSON field", htmltest.Is("textarea", "name", "arguments.call_2"))
+	if got := htmltest.Text(area); got != `{"to": ["a@example.com"]}` {
 		t.Errorf("the JSON field holds %q", got)
 	}
 }

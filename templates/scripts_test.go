@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"golang.org/x/net/html"
+
+	"github.com/turnstile-dev/turnstile/templates/htmltest"
 )
 
 // TestScripts: every page loads enhance.js first and each page script
@@ -17,28 +19,28 @@ func TestScripts(t *testing.T) {
 		page func() *html.Node
 		want []string
 	}{
-		{"login", func() *html.Node { _, doc := render(t, Login(LoginPage{})); return doc },
+		{"login", func() *html.Node { _, doc := htmltest.Render(t, Login(LoginPage{})); return doc },
 			[]string{"/static/enhance.js", "/static/inbox.js"}},
-		{"error", func() *html.Node { _, doc := render(t, Error(ErrorPage{Status: 404})); return doc },
+		{"error", func() *html.Node { _, doc := htmltest.Render(t, Error(ErrorPage{Status: 404})); return doc },
 			[]string{"/static/enhance.js", "/static/inbox.js"}},
 		{"inbox with the bulk form", func() *html.Node {
-			_, doc := render(t, Inbox(InboxPage{Page: samplePage(), Now: now, Total: 1, Bulk: true}))
+			_, doc := htmltest.Render(t, Inbox(InboxPage{Page: samplePage(), Now: now, Total: 1, Bulk: true}))
 			return doc
 		}, []string{"/static/enhance.js", "/static/inbox.js", "/static/bulk.js"}},
 		{"playground", func() *html.Node {
-			_, doc := render(t, Playground(PlaygroundPage{Page: samplePage()}))
+			_, doc := htmltest.Render(t, Playground(PlaygroundPage{Page: samplePage()}))
 			return doc
 		}, []string{"/static/enhance.js", "/static/inbox.js", "/static/playground.js"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, s := range findAll(tc.page(), is("script")) {
-				src, _ := attr(s, "src")
+			for _, s := range htmltest.FindAll(tc.page(), htmltest.Is("script")) {
+				src, _ := htmltest.Attr(s, "src")
 				got = append(got, src)
-				if _, ok := attr(s, "defer"); !ok {
+				if _, ok := htmltest.Attr(s, "defer"); !ok {
 					t.Errorf("script %q is not deferred", src)
 				}
-				if typ, ok := attr(s, "type"); ok {
+				if typ, ok := htmltest.Attr(s, "type"); ok {
 					t.Errorf("script %q has type %q: the scripts are classic", src, typ)
 				}
 				if s.FirstChild != nil {

@@ -3,6 +3,8 @@ package templates
 import (
 	"strings"
 	"testing"
+
+	"github.com/turnstile-dev/turnstile/templates/htmltest"
 )
 
 // TestRunDetailFailedDeliveries: the run page lists each failed
@@ -13,9 +15,9 @@ func TestRunDetailFailedDeliveries(t *testing.T) {
 		{ID: 7, Event: "run.waiting", Target: "https://hooks.example.com", Attempts: 17, Last: "503: <b>down</b>", CreatedAt: now},
 		{ID: 9, Event: "run.settled", Target: "https://hooks.example.org:8443", Attempts: 16, Last: "timeout after 10s", CreatedAt: now},
 	}}
-	out, doc := render(t, RunDetail(p))
-	section := one(t, doc, "failed deliveries", is("section", "data-testid", "failed-deliveries"))
-	rows := findAll(section, is("tr", "data-testid", "failed-delivery"))
+	out, doc := htmltest.Render(t, RunDetail(p))
+	section := htmltest.One(t, doc, "failed deliveries", htmltest.Is("section", "data-testid", "failed-deliveries"))
+	rows := htmltest.FindAll(section, htmltest.Is("tr", "data-testid", "failed-delivery"))
 	if len(rows) != 2 {
 		t.Fatalf("rows: got %d, want 2", len(rows))
 	}
@@ -23,9 +25,9 @@ func TestRunDetailFailedDeliveries(t *testing.T) {
 		{"7", "https://hooks.example.com", "17", "503: <b>down</b>"},
 		{"9", "https://hooks.example.org:8443", "16", "timeout after 10s"},
 	} {
-		wantAttr(t, rows[i], "data-delivery-id", want.id)
+		htmltest.WantAttr(t, rows[i], "data-delivery-id", want.id)
 		for key, v := range map[string]string{"delivery-target": want.target, "delivery-attempts": want.attempts, "delivery-last": want.last} {
-			if got := text(one(t, rows[i], key, is("td", "data-testid", key))); got != v {
+			if got := htmltest.Text(htmltest.One(t, rows[i], key, htmltest.Is("td", "data-testid", key))); got != v {
 				t.Errorf("row %d %s: got %q, want %q", i, key, got, v)
 			}
 		}
@@ -35,6 +37,6 @@ func TestRunDetailFailedDeliveries(t *testing.T) {
 	}
 
 	p.FailedDeliveries = nil
-	_, doc = render(t, RunDetail(p))
-	none(t, doc, "failed deliveries", is("", "data-testid", "failed-deliveries"))
+	_, doc = htmltest.Render(t, RunDetail(p))
+	htmltest.None(t, doc, "failed deliveries", htmltest.Is("", "data-testid", "failed-deliveries"))
 }

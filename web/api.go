@@ -268,7 +268,7 @@ type decisionBody struct {
 	Scope      string `json:"scope"`
 	Reason     string `json:"reason"`
 	// Arguments replace, by call id, the arguments of pending calls: an
-	// approval of the calls as edited (see runtime/edit.go).
+	// approval of the calls as edited (see runtime/decide_edit.go).
 	Arguments map[string]json.RawMessage `json:"arguments"`
 }
 

@@ -21,7 +21,7 @@ import (
 // every checkbox is clear still counts as an edit. Both post to the
 // decision route with decision=approve, and the form goes to the pipeline
 // as posted: it reads the edit against the turn it decides and checks it
-// (runtime/edit.go), and a 422 shows the form again, unfolded, with what
+// (runtime/decide_edit.go), and a 422 shows the form again, unfolded, with what
 // was typed and a message per field.
 
 // editView is the "Edit and approve" form of one call: prefilled with its

@@ -59,7 +59,7 @@ type Metrics struct {
 	lineVec       *prometheus.CounterVec
 	expiries      *prometheus.CounterVec
 	webhooks      *prometheus.CounterVec // see webhooks.go
-	swept         *prometheus.CounterVec // see sweep.go
+	swept         *prometheus.CounterVec // see runtime/worker_sweep.go
 }
 
 var _ runtime.Metrics = (*Metrics)(nil)

@@ -2,9 +2,73 @@ package runtime
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
 )
+
+// What a decider reads: the inbox and the approvals, runs waiting for a
+// decision oldest first. Like the run history (read_history.go, newest
+// first), they are read a page at a time from a cursor, so that no run is
+// out of reach however many there are.
+
+// MaxPage bounds one page of any list.
+const MaxPage = 500
+
+// WaitingQuery asks for one page of the runs waiting for a decision.
+type WaitingQuery struct {
+	// OwnerID lists only that owner's runs; 0 lists everyone's.
+	OwnerID     int64
+	WithProcess bool // process runs too, not only interactive ones
+	// ConfigurationID and Tool narrow the list: 0 and "" keep all.
+	ConfigurationID int64
+	Tool            string
+	// After is where the page starts: after the run of this cursor.
+	After *WaitingCursor
+	Limit int
+}
+
+// WaitingCursor is a place in the waiting list, which is ordered by when
+// a run began to wait, then by id.
+type WaitingCursor struct {
+	Since time.Time
+	ID    int64
+}
+
+// String writes the cursor for a URL; ParseWaitingCursor reads it back.
+func (c WaitingCursor) String() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("w%d.%d", c.Since.UnixMicro(), c.ID)))
+}
+
+// errCursor is a cursor that this server did not write.
+var errCursor = errors.New("runtime: not a cursor of this list")
+
+// ParseWaitingCursor reads what WaitingCursor.String wrote; anything else
+// is an invalid_request refusal.
+func ParseWaitingCursor(s string) (*WaitingCursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	body, ok := strings.CutPrefix(string(b), "w")
+	micros, id, ok2 := strings.Cut(body, ".")
+	m, err1 := strconv.ParseInt(micros, 10, 64)
+	n, err2 := strconv.ParseInt(id, 10, 64)
+	if err != nil || !ok || !ok2 || err1 != nil || err2 != nil || n < 1 {
+		return nil, refuse(CodeInvalidRequest, "%v: use the next link of the page before", errCursor)
+	}
+	return &WaitingCursor{Since: time.UnixMicro(m).UTC(), ID: n}, nil
+}
+
+// PendingPage is one page of runs waiting for a decision.
+type PendingPage struct {
+	Runs []PendingRun
+	// Total is how many runs wait that the query matches, on every page.
+	Total int
+	// Next is where the next page starts; nil on the last page.
+	Next *WaitingCursor
+}
 
 // PendingRun is a run that waits for a decision, as the inbox shows it.
 type PendingRun struct {
@@ -113,100 +177,4 @@ func (e *Engine) Continuing(ctx context.Context, actor Actor) ([]ContinuingRun, 
 		out[i] = ContinuingRun{Run: r, Configuration: cfg}
 	}
 	return out, nil
-}
-
-// RunDetail is everything a run's detail page shows.
-type RunDetail struct {
-	Run           *Run
-	Configuration *Configuration
-	Events        []Event
-}
-
-// Visible returns a run and its configuration for its owner and admins
-// only: anyone else gets not_found, so a run's existence is not revealed.
-func (e *Engine) Visible(ctx context.Context, runID int64, actor Actor) (*Run, *Configuration, error) {
-	run, err := e.store.Run(ctx, runID)
-	if errors.Is(err, ErrNotFound) || (err == nil && !actor.MayRead(run.OwnerID)) {
-		return nil, nil, refuse(CodeNotFound, "no run %d", runID)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg, err := e.store.Configuration(ctx, run.ConfigurationID)
-	if err != nil {
-		return nil, nil, err
-	}
-	return e.readable(run), cfg, nil
-}
-
-// Detail returns a visible run (see Visible) with its stored events.
-func (e *Engine) Detail(ctx context.Context, runID int64, actor Actor) (*RunDetail, error) {
-	run, cfg, err := e.Visible(ctx, runID, actor)
-	if err != nil {
-		return nil, err
-	}
-	events, err := e.Events(ctx, runID, 0)
-	if err != nil {
-		return nil, err
-	}
-	return &RunDetail{Run: run, Configuration: cfg, Events: events}, nil
-}
-
-// Turn returns the turn a run waits on. Refusals: not_found for a run that
-// does not exist, not_waiting for one that waits on no turn, and
-// unreadable_state when its suspended state cannot be read. It checks no
-// permission: a surface uses it only to show again a form the pipeline
-// refused to this very actor.
-func (e *Engine) Turn(ctx context.Context, runID int64) (*PendingTurn, error) {
-	run, err := e.store.Run(ctx, runID)
-	if errors.Is(err, ErrNotFound) {
-		return nil, refuse(CodeNotFound, "no run %d", runID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !run.Status.Waiting() {
-		return nil, refuse(CodeNotWaiting, "run %d is %s: it waits on no turn", runID, run.Status)
-	}
-	state, err := e.decodeState(run.ID, run.State)
-	if err != nil || state.Pending == nil {
-		return nil, refuse(CodeUnreadableState, "the suspended state of run %d cannot be read", runID)
-	}
-	return state.Pending, nil
-}
-
-// DecidedRun is a run as someone who decided a turn of it sees it
-// afterwards: only how it stands and how it ended, and their decision.
-type DecidedRun struct {
-	Run           *Run
-	Configuration *Configuration
-	Decision      DecisionRecord
-}
-
-// DecidedBy returns a run with the actor's latest decision about it, for
-// the page their decision lands on. Refusals: not_found when they decided
-// no turn of it, as for a run that does not exist.
-func (e *Engine) DecidedBy(ctx context.Context, runID int64, actor Actor) (DecidedRun, error) {
-	d, err := e.store.LatestDecisionBy(ctx, runID, actor.ID)
-	if errors.Is(err, ErrNotFound) {
-		return DecidedRun{}, refuse(CodeNotFound, "no run %d", runID)
-	}
-	if err != nil {
-		return DecidedRun{}, err
-	}
-	run, err := e.store.Run(ctx, runID)
-	if err != nil {
-		return DecidedRun{}, err
-	}
-	cfg, err := e.store.Configuration(ctx, run.ConfigurationID)
-	if err != nil {
-		return DecidedRun{}, err
-	}
-	// Only what a decider may see of a run they may not read.
-	shown := &Run{ID: run.ID, ConfigurationID: run.ConfigurationID, Status: run.Status,
-		TerminationReason: run.TerminationReason, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
-	if err := e.openDecision(d); err != nil {
-		d.Reason, d.Input, d.Arguments = unreadable(err), nil, nil
-	}
-	return DecidedRun{Run: shown, Configuration: cfg, Decision: *d}, nil
 }

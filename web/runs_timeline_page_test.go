@@ -1,18 +1,16 @@
 package web
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/a-h/templ"
 	"golang.org/x/net/html"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/templates"
+	"github.com/turnstile-dev/turnstile/templates/htmltest"
 )
 
 // The run page's timeline from stored events: the payloads read by their
@@ -48,7 +46,7 @@ var fullEvents = []runtime.Event{
 
 func eventsOf(t *testing.T, doc *html.Node, want int) []*html.Node {
 	t.Helper()
-	events := findAll(doc, is("li", "data-testid", "event"))
+	events := htmltest.FindAll(doc, htmltest.Is("li", "data-testid", "event"))
 	if len(events) != want {
 		t.Fatalf("events: got %d, want %d", len(events), want)
 	}
@@ -68,7 +66,7 @@ func inDetails(n *html.Node) bool {
 // wantText fails unless the one element matching inside n reads want.
 func wantText(t *testing.T, n *html.Node, what string, match func(*html.Node) bool, want string) {
 	t.Helper()
-	if got := text(one(t, n, what, match)); got != want {
+	if got := htmltest.Text(htmltest.One(t, n, what, match)); got != want {
 		t.Errorf("%s: got %q, want %q", what, got, want)
 	}
 }
@@ -77,78 +75,78 @@ func wantText(t *testing.T, n *html.Node, what string, match func(*html.Node) bo
 // where it is long, and the stored JSON of every event behind a toggle.
 func TestTimelineByKind(t *testing.T) {
 	p := templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 9, Status: "completed", Reason: "completed"}, Events: timeline(fullEvents)}
-	_, doc := render(t, templates.RunDetail(p))
+	_, doc := htmltest.Render(t, templates.RunDetail(p))
 	events := eventsOf(t, doc, len(fullEvents))
 	for i, e := range events {
-		wantAttr(t, e, "data-kind", string(fullEvents[i].Kind))
-		raw := one(t, e, "raw JSON", is("pre", "data-testid", "event-raw"))
+		htmltest.WantAttr(t, e, "data-kind", string(fullEvents[i].Kind))
+		raw := htmltest.One(t, e, "raw JSON", htmltest.Is("pre", "data-testid", "event-raw"))
 		if !inDetails(raw) {
 			t.Errorf("event %d: its JSON is not behind a toggle", i+1)
 		}
 	}
-	for _, pre := range findAll(one(t, doc, "timeline", is("ol", "data-testid", "timeline")), is("pre")) {
+	for _, pre := range htmltest.FindAll(htmltest.One(t, doc, "timeline", htmltest.Is("ol", "data-testid", "timeline")), htmltest.Is("pre")) {
 		if !inDetails(pre) {
-			t.Errorf("a <pre> outside a toggle: %q", text(pre))
+			t.Errorf("a <pre> outside a toggle: %q", htmltest.Text(pre))
 		}
 	}
 
 	model := events[0]
-	wantText(t, model, "model text", is("", "data-testid", "step-text"), "Let me look up ORD-17 first.")
-	calls := findAll(model, is("", "data-testid", "step-call"))
+	wantText(t, model, "model text", htmltest.Is("", "data-testid", "step-text"), "Let me look up ORD-17 first.")
+	calls := htmltest.FindAll(model, htmltest.Is("", "data-testid", "step-call"))
 	if len(calls) != 2 {
 		t.Fatalf("model calls: got %d, want 2", len(calls))
 	}
-	wantText(t, calls[0], "call tool", is("code", "class", "tool"), "lookup_order")
-	args := one(t, calls[0], "arguments", is("pre", "data-testid", "step-arguments"))
-	if !inDetails(args) || !strings.Contains(text(args), `"order_id": "ORD-17"`) {
-		t.Errorf("arguments %q are not folded, indented JSON", text(args))
+	wantText(t, calls[0], "call tool", htmltest.Is("code", "class", "tool"), "lookup_order")
+	args := htmltest.One(t, calls[0], "arguments", htmltest.Is("pre", "data-testid", "step-arguments"))
+	if !inDetails(args) || !strings.Contains(htmltest.Text(args), `"order_id": "ORD-17"`) {
+		t.Errorf("arguments %q are not folded, indented JSON", htmltest.Text(args))
 	}
-	wantText(t, model, "head", is("p", "class", "event-head"), "#1 Model round 1 812 ms 187 in · 23 out tokens 12:00:00")
-	wantAttr(t, one(t, model, "time", is("time")), "title", "2026-03-01 12:00:00 UTC")
+	wantText(t, model, "head", htmltest.Is("p", "class", "event-head"), "#1 Model round 1 812 ms 187 in · 23 out tokens 12:00:00")
+	htmltest.WantAttr(t, htmltest.One(t, model, "time", htmltest.Is("time")), "title", "2026-03-01 12:00:00 UTC")
 
 	result := events[1]
-	wantText(t, result, "tool", is("code", "data-testid", "step-tool"), "lookup_order")
-	folded := one(t, result, "result", is("details", "data-testid", "step-result"))
-	if _, open := attr(folded, "open"); open {
+	wantText(t, result, "tool", htmltest.Is("code", "data-testid", "step-tool"), "lookup_order")
+	folded := htmltest.One(t, result, "result", htmltest.Is("details", "data-testid", "step-result"))
+	if _, open := htmltest.Attr(folded, "open"); open {
 		t.Error("the result is unfolded, want it folded")
 	}
-	if got := text(one(t, folded, "result text", is("pre"))); !strings.Contains(got, `"amount_cents": 4990`) {
+	if got := htmltest.Text(htmltest.One(t, folded, "result text", htmltest.Is("pre"))); !strings.Contains(got, `"amount_cents": 4990`) {
 		t.Errorf("result: got %q, want the JSON result indented", got)
 	}
-	wantText(t, folded, "result summary", is("summary"), "result · 4 lines")
-	none(t, result, "error badge", is("", "data-testid", "step-error"))
-	wantAttr(t, result, "class", "event event-tool")
+	wantText(t, folded, "result summary", htmltest.Is("summary"), "result · 4 lines")
+	htmltest.None(t, result, "error badge", htmltest.Is("", "data-testid", "step-error"))
+	htmltest.WantAttr(t, result, "class", "event event-tool")
 
 	failed := events[2]
-	one(t, failed, "error badge", is("", "data-testid", "step-error"))
-	wantAttr(t, failed, "class", "event event-tool event-error")
+	htmltest.One(t, failed, "error badge", htmltest.Is("", "data-testid", "step-error"))
+	htmltest.WantAttr(t, failed, "class", "event event-tool event-error")
 
 	pause := events[3]
-	wantText(t, pause, "pause", is("", "data-testid", "step-pause"), "Waits for approval of refund_order")
-	wantText(t, pause, "preview", is("", "data-testid", "step-preview"), "Refund 49.90 EUR of ORD-17 to Alice Example")
-	one(t, pause, "note", is("p", "role", "note"))
+	wantText(t, pause, "pause", htmltest.Is("", "data-testid", "step-pause"), "Waits for approval of refund_order")
+	wantText(t, pause, "preview", htmltest.Is("", "data-testid", "step-preview"), "Refund 49.90 EUR of ORD-17 to Alice Example")
+	htmltest.One(t, pause, "note", htmltest.Is("p", "role", "note"))
 
 	approval := events[4]
-	decision := one(t, approval, "decision", is("p", "data-testid", "step-decision"))
-	wantAttr(t, decision, "data-decision", "approve")
-	if got, want := text(decision), "olga approved 1 call only this time"; got != want {
+	decision := htmltest.One(t, approval, "decision", htmltest.Is("p", "data-testid", "step-decision"))
+	htmltest.WantAttr(t, decision, "data-decision", "approve")
+	if got, want := htmltest.Text(decision), "olga approved 1 call only this time"; got != want {
 		t.Errorf("approval: got %q, want %q", got, want)
 	}
-	wantText(t, approval, "reason", is("", "data-testid", "step-reason"), "Alice called; the parcel is lost.")
+	wantText(t, approval, "reason", htmltest.Is("", "data-testid", "step-reason"), "Alice called; the parcel is lost.")
 
-	wantText(t, events[5], "input pause", is("", "data-testid", "step-pause"), "Waits for input to ask_operator")
-	wantText(t, events[6], "input", is("p", "data-testid", "step-decision"), "olga answered")
-	none(t, events[6], "scope of an input", is("", "data-testid", "step-scope"))
-	wantText(t, events[7], "unavailable", is("", "data-testid", "step-unavailable"),
+	wantText(t, events[5], "input pause", htmltest.Is("", "data-testid", "step-pause"), "Waits for input to ask_operator")
+	wantText(t, events[6], "input", htmltest.Is("p", "data-testid", "step-decision"), "olga answered")
+	htmltest.None(t, events[6], "scope of an input", htmltest.Is("", "data-testid", "step-scope"))
+	wantText(t, events[7], "unavailable", htmltest.Is("", "data-testid", "step-unavailable"),
 		"crm_* from crm: the server refused its token (401)")
-	one(t, events[8], "cancel", is("", "data-testid", "step-cancel"))
+	htmltest.One(t, events[8], "cancel", htmltest.Is("", "data-testid", "step-cancel"))
 
 	settle := events[9]
-	wantText(t, settle, "settle", is("", "data-testid", "step-settle"), "completed the agent finished")
-	wantText(t, settle, "answer", is("", "data-testid", "step-answer"), "Refunded 49.90 EUR.")
-	wantText(t, settle, "totals", is("", "data-testid", "step-tokens"), "3 rounds · 600 in · 80 out tokens")
+	wantText(t, settle, "settle", htmltest.Is("", "data-testid", "step-settle"), "completed the agent finished")
+	wantText(t, settle, "answer", htmltest.Is("", "data-testid", "step-answer"), "Refunded 49.90 EUR.")
+	wantText(t, settle, "totals", htmltest.Is("", "data-testid", "step-tokens"), "3 rounds · 600 in · 80 out tokens")
 
-	none(t, doc, "failure banner", is("", "data-testid", "run-failure"))
+	htmltest.None(t, doc, "failure banner", htmltest.Is("", "data-testid", "run-failure"))
 }
 
 // TestTimelineMetadata: at the metadata level content is only its size,
@@ -163,19 +161,19 @@ func TestTimelineMetadata(t *testing.T) {
 		{Seq: 4, Kind: "settle", Round: 1, Payload: json.RawMessage(`{"status": "completed", "reason": "completed", "answer_bytes": 12, "iterations": 1}`)},
 		{Seq: 5, Kind: "llm", Round: 2, Payload: json.RawMessage(`{"text_bytes": 0, "tool_calls": [{"id": "call_2", "name": "lookup_order", "arguments_bytes": 2}]}`)},
 	}
-	_, doc := render(t, templates.RunDetail(templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 3, Status: "completed"}, Events: timeline(events)}))
+	_, doc := htmltest.Render(t, templates.RunDetail(templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 3, Status: "completed"}, Events: timeline(events)}))
 	got := eventsOf(t, doc, 5)
-	wantText(t, got[0], "text", is("", "data-testid", "step-text"), "text: 120 bytes (not stored at this privacy level)")
-	wantText(t, got[0], "call", is("span", "data-testid", "step-call"),
+	wantText(t, got[0], "text", htmltest.Is("", "data-testid", "step-text"), "text: 120 bytes (not stored at this privacy level)")
+	wantText(t, got[0], "call", htmltest.Is("span", "data-testid", "step-call"),
 		"calls refund_order arguments: 42 bytes (not stored at this privacy level)")
-	wantText(t, got[1], "result", is("", "data-testid", "step-result"), "result: 1 byte (not stored at this privacy level)")
-	if !strings.Contains(text(got[2]), "previews: 57 bytes (not stored at this privacy level)") {
-		t.Errorf("pause %q does not say its previews were withheld", text(got[2]))
+	wantText(t, got[1], "result", htmltest.Is("", "data-testid", "step-result"), "result: 1 byte (not stored at this privacy level)")
+	if !strings.Contains(htmltest.Text(got[2]), "previews: 57 bytes (not stored at this privacy level)") {
+		t.Errorf("pause %q does not say its previews were withheld", htmltest.Text(got[2]))
 	}
-	wantText(t, got[3], "answer", is("", "data-testid", "step-answer"), "answer: 12 bytes (not stored at this privacy level)")
-	none(t, got[4], "the size of no text", is("", "data-testid", "step-text"))
+	wantText(t, got[3], "answer", htmltest.Is("", "data-testid", "step-answer"), "answer: 12 bytes (not stored at this privacy level)")
+	htmltest.None(t, got[4], "the size of no text", htmltest.Is("", "data-testid", "step-text"))
 	for _, e := range got {
-		none(t, e, "folded content", is("details", "class", "fold"))
+		htmltest.None(t, e, "folded content", htmltest.Is("details", "class", "fold"))
 	}
 }
 
@@ -187,13 +185,13 @@ func TestTimelineRedacted(t *testing.T) {
 			"tool_calls": [{"id": "call_1", "name": "refund_order", "arguments": {"order_id": "[redacted]"}}]}`)},
 		{Seq: 2, Kind: "tool", Round: 1, Payload: json.RawMessage(`{"call_id": "call_1", "tool": "refund_order", "is_error": false, "result": "[redacted]"}`)},
 	}
-	_, doc := render(t, templates.RunDetail(templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 3}, Events: timeline(events)}))
+	_, doc := htmltest.Render(t, templates.RunDetail(templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 3}, Events: timeline(events)}))
 	got := eventsOf(t, doc, 2)
-	wantText(t, got[0], "text", is("", "data-testid", "step-text"), "[redacted]")
-	if a := text(one(t, got[0], "arguments", is("pre", "data-testid", "step-arguments"))); !strings.Contains(a, `"order_id": "[redacted]"`) {
+	wantText(t, got[0], "text", htmltest.Is("", "data-testid", "step-text"), "[redacted]")
+	if a := htmltest.Text(htmltest.One(t, got[0], "arguments", htmltest.Is("pre", "data-testid", "step-arguments"))); !strings.Contains(a, `"order_id": "[redacted]"`) {
 		t.Errorf("arguments: got %q", a)
 	}
-	wantText(t, got[1], "result", is("details", "data-testid", "step-result"), "result · 1 line [redacted]")
+	wantText(t, got[1], "result", htmltest.Is("details", "data-testid", "step-result"), "result · 1 line [redacted]")
 }
 
 // TestTimelineUnknownPayload: an event of a kind the page does not know,
@@ -204,15 +202,15 @@ func TestTimelineUnknownPayload(t *testing.T) {
 		{Seq: 2, Kind: "llm", Payload: json.RawMessage(`not json`)},
 		{Seq: 3, Kind: "settle"},
 	}
-	_, doc := render(t, templates.RunDetail(templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 3}, Events: timeline(events)}))
+	_, doc := htmltest.Render(t, templates.RunDetail(templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 3}, Events: timeline(events)}))
 	got := eventsOf(t, doc, 3)
 	for i, e := range got[:2] {
-		if n := len(findAll(e, is("p"))); n != 1 {
+		if n := len(htmltest.FindAll(e, htmltest.Is("p"))); n != 1 {
 			t.Errorf("event %d: %d paragraphs, want only its head", i+1, n)
 		}
-		one(t, e, "raw", is("pre", "data-testid", "event-raw"))
+		htmltest.One(t, e, "raw", htmltest.Is("pre", "data-testid", "event-raw"))
 	}
-	none(t, got[2], "raw of an empty payload", is("pre", "data-testid", "event-raw"))
+	htmltest.None(t, got[2], "raw of an empty payload", htmltest.Is("pre", "data-testid", "event-raw"))
 }
 
 // TestRunFailureBanner: a failed run says why at the top of its page: its
@@ -223,14 +221,14 @@ func TestRunFailureBanner(t *testing.T) {
 		"detail": "provider failed: openai: the model endpoint refused the API key (401)"}`)}
 	p := templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 5, Status: "failed", Reason: "provider_failed"},
 		Events: timeline([]runtime.Event{{Seq: 1, Kind: "llm", Payload: json.RawMessage(`{}`)}, settle})}
-	_, doc := render(t, templates.RunDetail(p))
-	banner := one(t, doc, "banner", is("section", "data-testid", "run-failure"))
-	wantAttr(t, banner, "data-reason", "provider_failed")
-	if got, want := text(banner), "The run failed: the model could not be reached or refused. "+
+	_, doc := htmltest.Render(t, templates.RunDetail(p))
+	banner := htmltest.One(t, doc, "banner", htmltest.Is("section", "data-testid", "run-failure"))
+	htmltest.WantAttr(t, banner, "data-reason", "provider_failed")
+	if got, want := htmltest.Text(banner), "The run failed: the model could not be reached or refused. "+
 		"provider failed: openai: the model endpoint refused the API key (401)"; got != want {
 		t.Errorf("banner: got %q, want %q", got, want)
 	}
-	main := one(t, doc, "main", is("main"))
+	main := htmltest.One(t, doc, "main", htmltest.Is("main"))
 	var first *html.Node
 	for d := range main.Descendants() {
 		if d.Type == html.ElementNode && (d.Data == "section" || d.Data == "ol") {
@@ -244,13 +242,13 @@ func TestRunFailureBanner(t *testing.T) {
 
 	p.Events = nil
 	p.Run.Reason = "max_iterations"
-	_, doc = render(t, templates.RunDetail(p))
-	wantText(t, doc, "banner without a settle event", is("section", "data-testid", "run-failure"),
+	_, doc = htmltest.Render(t, templates.RunDetail(p))
+	wantText(t, doc, "banner without a settle event", htmltest.Is("section", "data-testid", "run-failure"),
 		"The run failed: it reached its limit of rounds.")
 
 	p.Run.Status, p.Run.Reason = "completed", "completed"
-	_, doc = render(t, templates.RunDetail(p))
-	none(t, doc, "banner of a completed run", is("", "data-testid", "run-failure"))
+	_, doc = htmltest.Render(t, templates.RunDetail(p))
+	htmltest.None(t, doc, "banner of a completed run", htmltest.Is("", "data-testid", "run-failure"))
 }
 
 // TestPlaygroundFailure: the playground's result of a failed run says why
@@ -262,26 +260,26 @@ func TestPlaygroundFailure(t *testing.T) {
 		Outcome: templates.PlaygroundOutcome{Event: "error", Code: "provider_failed",
 			Message: "The run failed: the model could not be reached or refused.", Failure: &templates.RunFailure{Reason: "provider_failed"}}}
 	r.Outcome = withSettleDetail(r.Outcome, r.Steps)
-	_, doc := render(t, templates.Playground(templates.PlaygroundPage{Page: samplePage(), Result: &r}))
-	run := one(t, doc, "run line", is("div", "data-testid", "playground-run"))
-	wantText(t, run, "banner", is("section", "data-testid", "run-failure"),
+	_, doc := htmltest.Render(t, templates.Playground(templates.PlaygroundPage{Page: samplePage(), Result: &r}))
+	run := htmltest.One(t, doc, "run line", htmltest.Is("div", "data-testid", "playground-run"))
+	wantText(t, run, "banner", htmltest.Is("section", "data-testid", "run-failure"),
 		"The run failed: the model could not be reached or refused. provider failed: openai: the model endpoint failed (HTTP 502)")
-	outcome := one(t, doc, "outcome", is("div", "data-testid", "playground-outcome"))
-	wantText(t, outcome, "heading", is("h3"), "Failed")
-	wantText(t, outcome, "message", is("p", "data-testid", "playground-error"),
+	outcome := htmltest.One(t, doc, "outcome", htmltest.Is("div", "data-testid", "playground-outcome"))
+	wantText(t, outcome, "heading", htmltest.Is("h3"), "Failed")
+	wantText(t, outcome, "message", htmltest.Is("p", "data-testid", "playground-error"),
 		"The run failed: the model could not be reached or refused.")
 
 	r.Outcome = templates.PlaygroundOutcome{Event: "error", Code: "handed_over", Message: "this server is stopping; a worker finishes the run"}
-	_, doc = render(t, templates.Playground(templates.PlaygroundPage{Page: samplePage(), Result: &r}))
-	none(t, doc, "banner of a run that did not fail", is("", "data-testid", "run-failure"))
-	wantText(t, doc, "heading", is("h3"), "Stopped")
+	_, doc = htmltest.Render(t, templates.Playground(templates.PlaygroundPage{Page: samplePage(), Result: &r}))
+	htmltest.None(t, doc, "banner of a run that did not fail", htmltest.Is("", "data-testid", "run-failure"))
+	wantText(t, doc, "heading", htmltest.Is("h3"), "Stopped")
 }
 
 func TestTimelineNamesEditedCalls(t *testing.T) {
 	events := []runtime.Event{{Seq: 1, Kind: "approval", CreatedAt: now, Payload: json.RawMessage(`{"by": "olga", "decision": "approve", "calls": 2,
 		"scope": "once", "edited": ["call_3"], "arguments_bytes": 40}`)}}
-	_, doc := render(t, templates.RunDetail(templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 9, Status: "running"}, Events: timeline(events)}))
-	wantText(t, doc, "edited", is("", "data-testid", "step-edited"), "with 1 call edited: call_3")
+	_, doc := htmltest.Render(t, templates.RunDetail(templates.RunPage{Page: samplePage(), Run: templates.RunSummary{ID: 9, Status: "running"}, Events: timeline(events)}))
+	wantText(t, doc, "edited", htmltest.Is("", "data-testid", "step-edited"), "with 1 call edited: call_3")
 }
 
 // An approval event of an expiry names no person: the timeline says
@@ -294,98 +292,6 @@ func TestTimelineOfAnExpiry(t *testing.T) {
 	}
 	if e := timelineEvent(runtime.Event{Seq: 3, Kind: "approval", Payload: json.RawMessage(`{"by": "olga", "decision": "deny"}`)}); e.Decision.By != "olga" {
 		t.Errorf("a person's decision reads as by %q", e.Decision.By)
-	}
-}
-
-// render renders c and parses the result, failing the test on either error.
-func render(t *testing.T, c templ.Component) (string, *html.Node) {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := c.Render(context.Background(), &buf); err != nil {
-		t.Fatalf("render: %v", err)
-	}
-	doc, err := html.Parse(strings.NewReader(buf.String()))
-	if err != nil {
-		t.Fatalf("parse: %v", err)
-	}
-	return buf.String(), doc
-}
-
-// findAll returns every element below n for which match is true.
-func findAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
-	var out []*html.Node
-	for d := range n.Descendants() {
-		if d.Type == html.ElementNode && match(d) {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-func attr(n *html.Node, key string) (string, bool) {
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return a.Val, true
-		}
-	}
-	return "", false
-}
-
-// is matches an element by tag and attributes; an attribute value of "*"
-// only requires the attribute to be present.
-func is(tag string, attrs ...string) func(*html.Node) bool {
-	return func(n *html.Node) bool {
-		if tag != "" && n.Data != tag {
-			return false
-		}
-		for i := 0; i+1 < len(attrs); i += 2 {
-			v, ok := attr(n, attrs[i])
-			if !ok || (attrs[i+1] != "*" && v != attrs[i+1]) {
-				return false
-			}
-		}
-		return true
-	}
-}
-
-// one returns the single element matching; it fails unless there is
-// exactly one.
-func one(t *testing.T, n *html.Node, what string, match func(*html.Node) bool) *html.Node {
-	t.Helper()
-	got := findAll(n, match)
-	if len(got) != 1 {
-		t.Fatalf("%s: got %d matches, want 1", what, len(got))
-	}
-	return got[0]
-}
-
-func none(t *testing.T, n *html.Node, what string, match func(*html.Node) bool) {
-	t.Helper()
-	if got := findAll(n, match); len(got) != 0 {
-		t.Errorf("%s: got %d matches, want none", what, len(got))
-	}
-}
-
-func text(n *html.Node) string {
-	var b strings.Builder
-	for d := range n.Descendants() {
-		if d.Type == html.TextNode {
-			b.WriteString(d.Data)
-			b.WriteByte(' ')
-		}
-	}
-	return strings.Join(strings.Fields(b.String()), " ")
-}
-
-func wantAttr(t *testing.T, n *html.Node, key, want string) {
-	t.Helper()
-	got, ok := attr(n, key)
-	if !ok {
-		t.Errorf("<%s> has no %s attribute, want %q", n.Data, key, want)
-		return
-	}
-	if got != want {
-		t.Errorf("<%s %s>: got %q, want %q", n.Data, key, got, want)
 	}
 }
 

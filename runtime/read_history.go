@@ -2,71 +2,8 @@ package runtime
 
 import (
 	"context"
-	"encoding/base64"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
 )
-
-// Lists that page: the inbox and the approvals (waiting runs, oldest
-// first) and the run history (newest first) are read a page at a time
-// from a cursor, so that no run is out of reach however many there are.
-
-// MaxPage bounds one page of any list.
-const MaxPage = 500
-
-// WaitingQuery asks for one page of the runs waiting for a decision.
-type WaitingQuery struct {
-	// OwnerID lists only that owner's runs; 0 lists everyone's.
-	OwnerID     int64
-	WithProcess bool // process runs too, not only interactive ones
-	// ConfigurationID and Tool narrow the list: 0 and "" keep all.
-	ConfigurationID int64
-	Tool            string
-	// After is where the page starts: after the run of this cursor.
-	After *WaitingCursor
-	Limit int
-}
-
-// WaitingCursor is a place in the waiting list, which is ordered by when
-// a run began to wait, then by id.
-type WaitingCursor struct {
-	Since time.Time
-	ID    int64
-}
-
-// String writes the cursor for a URL; ParseWaitingCursor reads it back.
-func (c WaitingCursor) String() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("w%d.%d", c.Since.UnixMicro(), c.ID)))
-}
-
-// errCursor is a cursor that this server did not write.
-var errCursor = errors.New("runtime: not a cursor of this list")
-
-// ParseWaitingCursor reads what WaitingCursor.String wrote; anything else
-// is an invalid_request refusal.
-func ParseWaitingCursor(s string) (*WaitingCursor, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	body, ok := strings.CutPrefix(string(b), "w")
-	micros, id, ok2 := strings.Cut(body, ".")
-	m, err1 := strconv.ParseInt(micros, 10, 64)
-	n, err2 := strconv.ParseInt(id, 10, 64)
-	if err != nil || !ok || !ok2 || err1 != nil || err2 != nil || n < 1 {
-		return nil, refuse(CodeInvalidRequest, "%v: use the next link of the page before", errCursor)
-	}
-	return &WaitingCursor{Since: time.UnixMicro(m).UTC(), ID: n}, nil
-}
-
-// PendingPage is one page of runs waiting for a decision.
-type PendingPage struct {
-	Runs []PendingRun
-	// Total is how many runs wait that the query matches, on every page.
-	Total int
-	// Next is where the next page starts; nil on the last page.
-	Next *WaitingCursor
-}
 
 // RunQuery asks for one page of the run history, newest first.
 type RunQuery struct {
