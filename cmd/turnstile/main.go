@@ -75,7 +75,9 @@ rest with AES-GCM under the first key, each value bound to its row; the
 others still decrypt, so a new key goes in front of the old ones (state
 reseal then moves everything under it). It is read from the environment
 only. Without it, content is stored plain; with it, plain content is
-unreadable until state reseal has sealed it.
+unreadable until state reseal has sealed it. TURNSTILE_STATE_FORMAT=1 seals
+as the previous version did, bound to no row, for its processes to read
+during a rolling upgrade.
 `
 
 // isHelp reports whether a subcommand's place holds a request for help.

@@ -60,6 +60,10 @@ func stateCommand(ctx context.Context, args []string, e env) error {
 	if !ok {
 		return errors.New("state reseal: " + stateKeysVar + " holds no keyring")
 	}
+	if keys.Sealing() != 2 {
+		return errors.New("state reseal: " + stateFormatVar + "=1 seals content unbound, for the processes of the previous version: " +
+			"reseal once every process runs this version, without " + stateFormatVar)
+	}
 	r := resealer{store: a.store, keys: keys, batch: *batch, progress: e.stderr, unknown: map[string]int{}}
 	if err := r.run(ctx); err != nil {
 		return err

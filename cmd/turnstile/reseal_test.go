@@ -15,6 +15,7 @@ import (
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/seal"
 	"github.com/turnstile-dev/turnstile/runtime/tool/builtin"
+	"github.com/turnstile-dev/turnstile/store/dbtest"
 	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
@@ -329,5 +330,29 @@ func TestStateReseal(t *testing.T) {
 	}
 	if got := sealedValues(t, w); fmt.Sprint(got) != fmt.Sprint(snapshot) {
 		t.Errorf("reseal changed values while one was under a missing key")
+	}
+}
+
+// TestStateFormat: TURNSTILE_STATE_FORMAT=1 (the previous version's
+// format, for a rolling upgrade) keeps state reseal from binding anything,
+// and a value that names no format is refused before anything runs.
+func TestStateFormat(t *testing.T) {
+	_, dsn := dbtest.New(t)
+	spec := keyEntry("A", resealKeyA)
+	for format, want := range map[string]string{
+		"1": "TURNSTILE_STATE_FORMAT=1 seals content unbound",
+		"3": `TURNSTILE_STATE_FORMAT must be 1 (the previous version's format, for a rolling upgrade) or 2 (the default), not "3"`,
+	} {
+		getenv := func(k string) string {
+			return map[string]string{"TURNSTILE_DSN": dsn, "TURNSTILE_STATE_KEYS": spec, "TURNSTILE_STATE_FORMAT": format}[k]
+		}
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{"state", "reseal"}, getenv, strings.NewReader(""), &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("state reseal with TURNSTILE_STATE_FORMAT=%s: %v, want an error saying %q", format, err, want)
+		}
+		if strings.Contains(out.String(), "done") || strings.Contains(errOut.String(), "done") {
+			t.Errorf("state reseal with TURNSTILE_STATE_FORMAT=%s went through: %s%s", format, out.String(), errOut.String())
+		}
 	}
 }

@@ -55,6 +55,11 @@ type app struct {
 // read from the environment only and is no flag, since flags show in ps.
 const stateKeysVar = "TURNSTILE_STATE_KEYS"
 
+// stateFormatVar set to 1 seals content as the previous version did, bound
+// to no row, so that its processes still read what this one writes during
+// a rolling upgrade; unset (or 2) binds every value to its row.
+const stateFormatVar = "TURNSTILE_STATE_FORMAT"
+
 // dbFlags are the flags of every command that opens the database, and what
 // open reads beside them.
 type dbFlags struct {
@@ -175,6 +180,17 @@ func (d *dbFlags) sealer(log *slog.Logger) (runtime.Sealer, error) {
 	k, err := seal.Parse(spec)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", stateKeysVar, err)
+	}
+	switch f := strings.TrimSpace(d.getenv(stateFormatVar)); f {
+	case "", "2":
+	case "1":
+		k.SealUnbound()
+		if d.runsAgents() {
+			log.Warn("content is sealed as the previous version sealed it, bound to no row, for its processes to read",
+				"hint", "once every process runs this version, unset "+stateFormatVar+", restart them, and run turnstile state reseal")
+		}
+	default:
+		return nil, fmt.Errorf("%s must be 1 (the previous version's format, for a rolling upgrade) or 2 (the default), not %q", stateFormatVar, f)
 	}
 	if d.runsAgents() {
 		log.Info("state is encrypted at rest", "sealing_key_id", k.SealingKey(), "key_ids", k.Keys())

@@ -76,6 +76,8 @@ type Keyring struct {
 	// log, when set, is told once of the first version 1 blob opened.
 	log     *slog.Logger
 	unbound sync.Once
+	// v1 seals as version 1 did (see SealUnbound).
+	v1 bool
 }
 
 // Parse reads a keyring from "id:base64key,id:base64key,…": ids of 1 to 32
@@ -148,8 +150,23 @@ func (k *Keyring) Keys() []string { return append([]string(nil), k.ids...) }
 // called before the keyring is used.
 func (k *Keyring) LogUnbound(log *slog.Logger) { k.log = log }
 
+// SealUnbound has the keyring seal as version 1 did, bound to no place,
+// which processes of the previous version open (they take a version 2
+// blob for a corrupt one): for a rolling upgrade from that version, until
+// every process runs this one. It is called before the keyring is used.
+func (k *Keyring) SealUnbound() { k.v1 = true }
+
+// Sealing reports the version of the blobs Seal writes: 2, or 1 after
+// SealUnbound.
+func (k *Keyring) Sealing() int {
+	if k.v1 {
+		return 1
+	}
+	return 2
+}
+
 // Seal encrypts plain under the first key with a fresh random nonce, bound
-// to its place. It fails when the place names no table, column or run (a
+// to its place (unbound after SealUnbound). It fails when the place names no table, column or run (a
 // caller that does not know where the blob goes), or when the system's
 // random source does.
 func (k *Keyring) Seal(plain []byte, at runtime.Place) ([]byte, error) {
@@ -159,13 +176,18 @@ func (k *Keyring) Seal(plain []byte, at runtime.Place) ([]byte, error) {
 	id := k.ids[0]
 	aead := k.aeads[id]
 	header := []byte(prefix + id + ":")
+	ad := additionalData(header, at)
+	if k.v1 {
+		header = []byte(prefixV1 + id + ":")
+		ad = header
+	}
 	nonce := make([]byte, aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, fmt.Errorf("seal: nonce: %w", err)
 	}
 	out := make([]byte, 0, len(header)+len(nonce)+len(plain)+aead.Overhead())
 	out = append(append(out, header...), nonce...)
-	return aead.Seal(out, nonce, plain, additionalData(header, at)), nil
+	return aead.Seal(out, nonce, plain, ad), nil
 }
 
 // additionalData is what a version 2 blob is authenticated with beside

@@ -301,3 +301,55 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+// openV1 opens a blob as the previous version did: version 1 only, the
+// header alone as additional data.
+func openV1(t *testing.T, key, blob []byte) ([]byte, error) {
+	t.Helper()
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(blob, []byte("tse1:")) {
+		return nil, errors.New("not a version 1 blob")
+	}
+	end := bytes.IndexByte(blob[len("tse1:"):], ':') + len("tse1:") + 1
+	header, rest := blob[:end], blob[end:]
+	return aead.Open(nil, rest[:aead.NonceSize()], rest[aead.NonceSize():], header)
+}
+
+// TestSealUnboundIsReadByThePreviousVersion: during a rolling upgrade the
+// new processes seal as the old ones did, so an old process opens what a
+// new one wrote; by default a new process binds every blob, which the old
+// one could not open.
+func TestSealUnboundIsReadByThePreviousVersion(t *testing.T) {
+	k := keyring(t, entry("A", keyA))
+	bound, err := k.Seal([]byte("bound"), here)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Sealing() != 2 || !bytes.HasPrefix(bound, []byte("tse2:A:")) {
+		t.Fatalf("Seal = %q (version %d), want a version 2 blob by default", bound, k.Sealing())
+	}
+	if _, err := openV1(t, keyA, bound); err == nil {
+		t.Error("the previous version opened a version 2 blob; the test's old reader is wrong")
+	}
+	k.SealUnbound()
+	unbound, err := k.Seal([]byte("unbound"), here)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Sealing() != 1 || !bytes.HasPrefix(unbound, []byte("tse1:A:")) {
+		t.Fatalf("Seal after SealUnbound = %q (version %d), want a version 1 blob", unbound, k.Sealing())
+	}
+	if got, err := openV1(t, keyA, unbound); err != nil || string(got) != "unbound" {
+		t.Errorf("the previous version opened %q, %v; want it opened", got, err)
+	}
+	if got, err := keyring(t, entry("A", keyA)).Open(unbound, runtime.RunPlace("answer", 99)); err != nil || string(got) != "unbound" {
+		t.Errorf("this version opened %q, %v elsewhere; want it opened, bound to no place", got, err)
+	}
+}
