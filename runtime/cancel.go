@@ -47,7 +47,7 @@ func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelRe
 				return CancelResult{}, err
 			}
 			var events []Event
-			if events, err = e.sealEvents(runID, cancelEvents(actor, run.Status, last)); err != nil {
+			if events, err = e.sealEvents(run, cancelEvents(actor, run.Status, last)); err != nil {
 				return CancelResult{}, err
 			}
 			var notes []Delivery

@@ -119,12 +119,13 @@ func (e *Engine) LastSeq(ctx context.Context, runID int64) (int, error) {
 }
 
 // sealEvents returns a run's events as they are stored: their payloads
-// sealed for their seqs.
-func (e *Engine) sealEvents(runID int64, evs []Event) ([]Event, error) {
+// sealed for their seqs, in the run's current turn.
+func (e *Engine) sealEvents(run *Run, evs []Event) ([]Event, error) {
 	out := make([]Event, len(evs))
 	for i, ev := range evs {
 		var err error
-		if ev.Payload, err = e.sealJSON(ev.Payload, EventPlace(runID, ev.Seq)); err != nil {
+		ev.Turn = run.ConversationTurn
+		if ev.Payload, err = e.sealJSON(ev.Payload, EventPlace(run.ID, ev.Seq)); err != nil {
 			return nil, err
 		}
 		out[i] = ev

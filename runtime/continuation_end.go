@@ -197,7 +197,7 @@ func (c *Continuation) record(ctx context.Context, round int, took time.Duration
 			return err
 		}
 	}
-	ev := Event{RunID: c.run.ID, Kind: kind, Round: round, DurationMS: took.Milliseconds()}
+	ev := Event{RunID: c.run.ID, Turn: c.run.ConversationTurn, Kind: kind, Round: round, DurationMS: took.Milliseconds()}
 	stored := ev
 	if kind != "" {
 		ev.Seq, ev.Payload = c.seq+1, filter(c.cfg.PrivacyLevel, p)
@@ -208,7 +208,7 @@ func (c *Continuation) record(ctx context.Context, round int, took time.Duration
 		}
 	}
 	cm := Commit{RunID: c.run.ID, ClaimedBy: c.run.ClaimedBy, Event: stored, State: blob,
-		Messages: added, FirstMessage: first, Rewrite: first < c.stored, Lease: c.e.lease,
+		Messages: added, FirstMessage: first, Turn: c.run.ConversationTurn, Rewrite: first < c.stored, Lease: c.e.lease,
 		Iterations: c.state.Iterations, Usage: c.state.Usage, Status: StatusRunning, Stamped: c.stamped}
 	if edit != nil {
 		edit(&cm)

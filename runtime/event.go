@@ -31,8 +31,10 @@ const (
 // Event is one row of a run's event log. Payload has passed the
 // configuration's privacy filter; Decode reads it into its kind's struct.
 type Event struct {
-	RunID      int64           `json:"-" db:"run_id"`
-	Seq        int             `json:"seq" db:"seq"`
+	RunID int64 `json:"-" db:"run_id"`
+	Seq   int   `json:"seq" db:"seq"`
+	// Turn is the conversation's turn the event belongs to.
+	Turn       int             `json:"turn" db:"turn"`
 	Kind       EventKind       `json:"kind" db:"kind"`
 	Round      int             `json:"round" db:"round"`
 	DurationMS int64           `json:"duration_ms" db:"duration_ms"`

@@ -60,12 +60,15 @@ const (
 
 // Run is one execution of a configuration for its owner, as stored.
 type Run struct {
-	ID                int64      `db:"id"`
-	ConfigurationID   int64      `db:"configuration_id"`
-	OwnerID           int64      `db:"owner_id"`
-	Origin            Origin     `db:"origin"`
-	Status            Status     `db:"status"`
-	Turn              int        `db:"turn"`
+	ID              int64  `db:"id"`
+	ConfigurationID int64  `db:"configuration_id"`
+	OwnerID         int64  `db:"owner_id"`
+	Origin          Origin `db:"origin"`
+	Status          Status `db:"status"`
+	Turn            int    `db:"turn"`
+	// ConversationTurn is the number of the conversation's turn: 1 for
+	// the first prompt, one more for each follow-up message.
+	ConversationTurn  int        `db:"conversation_turn"`
 	TurnDigest        string     `db:"turn_digest"`
 	State             []byte     `db:"state"` // the sealed State; see Sealer
 	ClaimedBy         string     `db:"claimed_by"`

@@ -195,7 +195,10 @@ type Commit struct {
 	// first of them has index FirstMessage.
 	Messages     [][]byte
 	FirstMessage int
-	Lease        time.Duration
+	// Turn is the conversation's turn of the step: its event and messages
+	// are marked with it.
+	Turn  int
+	Lease time.Duration
 	// PendingEffect is the call whose write is in flight after this step;
 	// "" clears it. A step that keeps the run running writes it only when
 	// it names one or Stamped says one may be stamped (this continuation

@@ -83,7 +83,7 @@ func (e *Engine) DeleteUser(ctx context.Context, userID int64) (DeletedUser, err
 			if err != nil {
 				return DeletedUser{}, err
 			}
-			if d.Runs[i].Events, err = e.sealEvents(run.ID, ownerDeletedEvents(run.Status, last)); err != nil {
+			if d.Runs[i].Events, err = e.sealEvents(run, ownerDeletedEvents(run.Status, last)); err != nil {
 				return DeletedUser{}, err
 			}
 			if d.Runs[i].Notifications, err = e.settledNotifications(ctx, run, ReasonOwnerDeleted); err != nil {

@@ -54,9 +54,9 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 		// after one that failed: not the messages, not the COMMIT. A plain
 		// VALUES row costs the server less than a SELECT FROM DUAL WHERE
 		// guard, and the statements after it need no guard of their own.
-		sc.add(`INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload)
-			VALUES (IF(`+held+`, ?, NULL), ?, ?, ?, ?, ?)`,
-			c.RunID, e.Seq, e.Kind, e.Round, e.DurationMS, nonNil(e.Payload))
+		sc.add(`INSERT INTO run_events (run_id, seq, turn, kind, round, duration_ms, payload)
+			VALUES (IF(`+held+`, ?, NULL), ?, ?, ?, ?, ?, ?)`,
+			c.RunID, e.Seq, turnOf(c), e.Kind, e.Round, e.DurationMS, nonNil(e.Payload))
 	}
 	if c.Rewrite {
 		// The transcript is append-only but for this: the model's message
@@ -69,9 +69,9 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	} else {
 		messages := make([][]any, len(c.Messages))
 		for i, m := range c.Messages {
-			messages[i] = []any{c.RunID, c.FirstMessage + i, m}
+			messages[i] = []any{c.RunID, c.FirstMessage + i, turnOf(c), m}
 		}
-		sc.guardedRows("INSERT INTO run_messages (run_id, idx, body)", held, messages)
+		sc.guardedRows("INSERT INTO run_messages (run_id, idx, turn, body)", held, messages)
 	}
 	if c.Executed != "" {
 		sc.add(`UPDATE decisions SET executed_at = NOW(6)
@@ -126,16 +126,22 @@ func addMessages(sc *script, c runtime.Commit) {
 		return
 	}
 	var q strings.Builder
-	q.WriteString("INSERT INTO run_messages (run_id, idx, body) VALUES ")
-	args := make([]any, 0, 3*len(c.Messages))
+	q.WriteString("INSERT INTO run_messages (run_id, idx, turn, body) VALUES ")
+	args := make([]any, 0, 4*len(c.Messages))
 	for i, m := range c.Messages {
 		if i > 0 {
 			q.WriteString(", ")
 		}
-		q.WriteString("(?, ?, ?)")
-		args = append(args, c.RunID, c.FirstMessage+i, m)
+		q.WriteString("(?, ?, ?, ?)")
+		args = append(args, c.RunID, c.FirstMessage+i, turnOf(c), m)
 	}
 	sc.add(q.String(), args...)
+}
+
+// turnOf is the conversation's turn a step's rows are marked with; a
+// commit that names none (a caller of before the turns) belongs to turn 1.
+func turnOf(c runtime.Commit) int {
+	return max(c.Turn, 1)
 }
 
 // nonNil keeps an empty payload an empty value rather than NULL, which

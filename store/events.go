@@ -28,7 +28,7 @@ func (s *Store) LastSeq(ctx context.Context, runID int64) (int, error) {
 func (s *Store) Events(ctx context.Context, runID int64, afterSeq int) ([]runtime.Event, error) {
 	var evs []runtime.Event
 	err := s.reads().SelectContext(ctx, &evs, `
-		SELECT run_id, seq, kind, round, duration_ms, payload, created_at
+		SELECT run_id, seq, turn, kind, round, duration_ms, payload, created_at
 		FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, afterSeq)
 	if err != nil {
 		return nil, fmt.Errorf("store: events of run %d: %w", runID, err)
@@ -40,9 +40,9 @@ func (s *Store) Events(ctx context.Context, runID int64, afterSeq int) ([]runtim
 // runtime.ErrLeaseLost when its seq is taken.
 func insertEvent(ctx context.Context, tx sqlx.ExtContext, runID int64, e runtime.Event) error {
 	_, err := tx.ExecContext(ctx, `
-		INSERT INTO run_events (run_id, seq, kind, round, duration_ms, payload)
-		VALUES (?, ?, ?, ?, ?, ?)`,
-		runID, e.Seq, e.Kind, e.Round, e.DurationMS, []byte(e.Payload))
+		INSERT INTO run_events (run_id, seq, turn, kind, round, duration_ms, payload)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		runID, e.Seq, max(e.Turn, 1), e.Kind, e.Round, e.DurationMS, []byte(e.Payload))
 	if isDuplicate(err) {
 		// Only the holder appends; a clash means another holder did.
 		return fmt.Errorf("store: append event %d of run %d: %w", e.Seq, runID, runtime.ErrLeaseLost)
@@ -64,6 +64,7 @@ type followedRow struct {
 	RunID      int64        `db:"run_id"`
 	Status     string       `db:"status"`
 	Seq        int          `db:"seq"`
+	Turn       int          `db:"turn"`
 	Kind       string       `db:"kind"`
 	Round      int          `db:"round"`
 	DurationMS int64        `db:"duration_ms"`
@@ -85,7 +86,7 @@ func (s *Store) FollowedEvents(ctx context.Context, after map[int64]int, limit i
 	ids := slices.Sorted(maps.Keys(after))
 	var q strings.Builder
 	args := make([]any, 0, 3*len(ids)+1)
-	q.WriteString(`SELECT id AS run_id, status, 0 AS seq, '' AS kind, 0 AS round, 0 AS duration_ms,
+	q.WriteString(`SELECT id AS run_id, status, 0 AS seq, 0 AS turn, '' AS kind, 0 AS round, 0 AS duration_ms,
 		'' AS payload, NULL AS created_at FROM runs WHERE (`)
 	for i, id := range ids {
 		switch {
@@ -105,7 +106,7 @@ func (s *Store) FollowedEvents(ctx context.Context, after map[int64]int, limit i
 	q.WriteString(")")
 	q.WriteString(`)
 		UNION ALL
-		(SELECT run_id, '', seq, kind, round, duration_ms, payload, created_at FROM run_events WHERE `)
+		(SELECT run_id, '', seq, turn, kind, round, duration_ms, payload, created_at FROM run_events WHERE `)
 	for i, id := range ids {
 		if i > 0 {
 			q.WriteString(" OR ")
@@ -124,7 +125,7 @@ func (s *Store) FollowedEvents(ctx context.Context, after map[int64]int, limit i
 			b.Statuses[r.RunID] = runtime.Status(r.Status)
 			continue
 		}
-		b.Events = append(b.Events, runtime.Event{RunID: r.RunID, Seq: r.Seq, Kind: runtime.EventKind(r.Kind),
+		b.Events = append(b.Events, runtime.Event{RunID: r.RunID, Seq: r.Seq, Turn: r.Turn, Kind: runtime.EventKind(r.Kind),
 			Round: r.Round, DurationMS: r.DurationMS, Payload: r.Payload, CreatedAt: r.CreatedAt.Time})
 	}
 	// The UNION's order is not the events' order: sort them.

@@ -15,7 +15,7 @@ var _ runtime.Store = (*Store)(nil)
 
 // runColumns selects a run of the table aliased r; NULLs become zero
 // values so rows scan into runtime.Run directly.
-const runColumns = `r.id, r.configuration_id, r.owner_id, r.origin, r.status, r.turn,
+const runColumns = `r.id, r.configuration_id, r.owner_id, r.origin, r.status, r.turn, r.conversation_turn,
 	COALESCE(r.turn_digest, '') AS turn_digest, r.state, COALESCE(r.claimed_by, '') AS claimed_by,
 	r.lease_expires_at, COALESCE(r.pending_effect, '') AS pending_effect, r.cancel_requested,
 	COALESCE(r.termination_reason, '') AS termination_reason, r.prompt, COALESCE(r.answer, '') AS answer,
@@ -111,7 +111,7 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, lease time.Durati
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}
-	r.ID, r.State, r.Prompt = id, c.State, c.Prompt
+	r.ID, r.State, r.Prompt, r.ConversationTurn = id, c.State, c.Prompt, 1
 	return nil
 }
 
