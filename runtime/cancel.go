@@ -47,7 +47,7 @@ func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelRe
 				return CancelResult{}, err
 			}
 			var events []Event
-			if events, err = e.sealEvents(run, cancelEvents(actor, run.Status, last)); err != nil {
+			if events, err = e.sealEvents(run, cancelEvents(actor, run.Status, run.ConversationTurn, last)); err != nil {
 				return CancelResult{}, err
 			}
 			var notes []Delivery
@@ -67,11 +67,19 @@ func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelRe
 	return CancelResult{}, refuse(CodeAlreadyResuming, "run %d keeps changing; try again", runID)
 }
 
+// turnEnded is the turn_ended event, at seq, of a turn cancelled while
+// nobody held its run.
+func turnEnded(seq, turn int, reason string) Event {
+	p := filter(PrivacyMetadata, TurnEndedPayload{Turn: turn, Status: StatusCancelled, Reason: reason})
+	return Event{Seq: seq, Kind: KindTurnEnded, Payload: p}
+}
+
 // cancelEvents are the events of a cancel, after the event last: who
 // asked, and the settle. Neither carries content, so they need no privacy
 // filter.
-func cancelEvents(actor Actor, from Status, last int) []Event {
+func cancelEvents(actor Actor, from Status, turn, last int) []Event {
 	by := filter(PrivacyMetadata, CancelPayload{By: &actor.Name, From: from})
 	settle := filter(PrivacyMetadata, SettlePayload{Status: StatusCancelled, Reason: ReasonCancelled})
-	return []Event{{Seq: last + 1, Kind: KindCancel, Payload: by}, {Seq: last + 2, Kind: KindSettle, Payload: settle}}
+	return []Event{{Seq: last + 1, Kind: KindCancel, Payload: by}, turnEnded(last+2, turn, ReasonCancelled),
+		{Seq: last + 3, Kind: KindSettle, Payload: settle}}
 }

@@ -174,7 +174,7 @@ func (c *Continuation) execute(ctx context.Context) Outcome {
 			// Every call is answered and the model had the last word.
 			return c.settle(ctx, StatusCompleted, ReasonCompleted, last.Content, "")
 		}
-		if c.state.Iterations >= c.cfg.MaxIterations {
+		if c.state.Iterations-c.state.FirstRound >= c.cfg.MaxIterations {
 			return c.settle(ctx, StatusFailed, ReasonMaxIterations, "",
 				fmt.Sprintf("stopped after %d rounds (max_iterations)", c.state.Iterations))
 		}

@@ -16,6 +16,12 @@ import (
 
 // suspend pauses the run on a new turn with a new digest.
 func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, bool) {
+	if c.run.ConversationTurn > 1 {
+		// The same calls asked again in a later turn (a model that reuses
+		// its call ids) are a new question: a decision of the turn before
+		// must not claim it.
+		turn.ConversationTurn = c.run.ConversationTurn
+	}
 	for _, call := range turn.Calls {
 		t, ok := c.tool(call.Name)
 		if !ok {
@@ -113,7 +119,7 @@ func (c *Continuation) settle(ctx context.Context, status Status, reason, answer
 		cm.Status, cm.TerminationReason, cm.Answer = status, reason, sealed
 		cm.Notifications = notes
 		c.outcome(cm, string(status))
-	})
+	}, TurnEndedPayload{Turn: c.run.ConversationTurn, Status: status, Reason: reason})
 	if err != nil {
 		return c.stopped(err)
 	}
@@ -170,8 +176,10 @@ func (c *Continuation) stopped(err error) Outcome {
 // record commits one step: its event (of p's kind), the checkpointed
 // state and the lease, in one transaction, then tells the metrics and the
 // observer. took is how long the step ran before its commit. A nil p
-// records no event: the commit only moves the run.
-func (c *Continuation) record(ctx context.Context, round int, took time.Duration, p EventPayload, edit func(*Commit)) error {
+// records no event: the commit only moves the run. The events of before
+// precede p's in the same commit (a settle's turn_ended); they are not
+// steps of their own, and only the run's followers are told of them.
+func (c *Continuation) record(ctx context.Context, round int, took time.Duration, p EventPayload, edit func(*Commit), before ...EventPayload) error {
 	start := time.Now()
 	var kind EventKind
 	if p != nil {
@@ -197,10 +205,19 @@ func (c *Continuation) record(ctx context.Context, round int, took time.Duration
 			return err
 		}
 	}
+	ahead := make([]Event, len(before))
+	for i, bp := range before {
+		ahead[i] = Event{RunID: c.run.ID, Seq: c.seq + 1 + i, Turn: c.run.ConversationTurn, Kind: bp.Kind(), Round: round,
+			Payload: filter(c.cfg.PrivacyLevel, bp)}
+	}
+	sealedAhead, err := c.e.sealEvents(c.run, ahead)
+	if err != nil {
+		return err
+	}
 	ev := Event{RunID: c.run.ID, Turn: c.run.ConversationTurn, Kind: kind, Round: round, DurationMS: took.Milliseconds()}
 	stored := ev
 	if kind != "" {
-		ev.Seq, ev.Payload = c.seq+1, filter(c.cfg.PrivacyLevel, p)
+		ev.Seq, ev.Payload = c.seq+1+len(ahead), filter(c.cfg.PrivacyLevel, p)
 		stored.Seq = ev.Seq
 		var err error
 		if stored.Payload, err = c.e.sealJSON(ev.Payload, EventPlace(c.run.ID, ev.Seq)); err != nil {
@@ -208,7 +225,7 @@ func (c *Continuation) record(ctx context.Context, round int, took time.Duration
 		}
 	}
 	cm := Commit{RunID: c.run.ID, ClaimedBy: c.run.ClaimedBy, Event: stored, State: blob,
-		Messages: added, FirstMessage: first, Turn: c.run.ConversationTurn, Rewrite: first < c.stored, Lease: c.e.lease,
+		Ahead: sealedAhead, Messages: added, FirstMessage: first, Turn: c.run.ConversationTurn, Rewrite: first < c.stored, Lease: c.e.lease,
 		Iterations: c.state.Iterations, Usage: c.state.Usage, Status: StatusRunning, Stamped: c.stamped}
 	if edit != nil {
 		edit(&cm)
@@ -225,6 +242,11 @@ func (c *Continuation) record(ctx context.Context, round int, took time.Duration
 	ev.CreatedAt = time.Now()
 	commit := ev.CreatedAt.Sub(start)
 	c.e.metrics.StepRecorded(kind, took+commit, commit)
+	for _, a := range ahead {
+		a.CreatedAt = ev.CreatedAt
+		c.seq++
+		c.e.feed.publish(c, a, StatusRunning)
+	}
 	c.seq++
 	c.steps++
 	step := Step{Event: ev}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -141,14 +142,11 @@ func (e *Engine) Enqueue(ctx context.Context, req StartRequest) (int64, error) {
 // state, and what seals its content once the store has given it its id
 // (see Store.CreateRun).
 func (e *Engine) newRun(ctx context.Context, req StartRequest) (*Run, *Configuration, State, func(int64) (NewRunContent, error), error) {
-	prompt := strings.TrimSpace(req.Prompt)
+	prompt, err := checkPrompt(req.Prompt, "prompt")
+	if err != nil {
+		return nil, nil, State{}, nil, err
+	}
 	switch {
-	case prompt == "":
-		return nil, nil, State{}, nil, refuse(CodeInvalidRequest, "the prompt is empty")
-	case len(prompt) > maxPromptBytes:
-		return nil, nil, State{}, nil, refuse(CodeInvalidRequest, "the prompt is longer than %d bytes", maxPromptBytes)
-	case !utf8.ValidString(prompt):
-		return nil, nil, State{}, nil, refuse(CodeInvalidRequest, "the prompt is not valid text (UTF-8)")
 	case !utf8.ValidString(req.Configuration):
 		return nil, nil, State{}, nil, refuse(CodeNotFound, "no configuration %q", req.Configuration)
 	}
@@ -180,12 +178,28 @@ func (e *Engine) newRun(ctx context.Context, req StartRequest) (*Run, *Configura
 	}
 	state.Messages = append(state.Messages, Message{Role: "user", Content: prompt})
 	run := &Run{ConfigurationID: cfg.ID, OwnerID: req.Owner.ID, Origin: origin}
-	return run, cfg, state, e.newRunContent(prompt, state), nil
+	started := TurnStartedPayload{Turn: 1, Content: Content{Value: prompt}, By: req.Owner.Name}
+	return run, cfg, state, e.newRunContent(prompt, state, filter(cfg.PrivacyLevel, started)), nil
+}
+
+// checkPrompt is what a person's message (a run's prompt, a follow-up)
+// must be, trimmed: some text, valid UTF-8, at most maxPromptBytes.
+func checkPrompt(s, what string) (string, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return "", refuse(CodeInvalidRequest, "the %s is empty", what)
+	case len(s) > maxPromptBytes:
+		return "", refuse(CodeInvalidRequest, "the %s is longer than %d bytes", what, maxPromptBytes)
+	case !utf8.ValidString(s):
+		return "", refuse(CodeInvalidRequest, "the %s is not valid text (UTF-8)", what)
+	}
+	return s, nil
 }
 
 // newRunContent seals what a new run stores, given the id the store gave
 // it: sealed content is bound to its run, whose id the INSERT makes.
-func (e *Engine) newRunContent(prompt string, state State) func(id int64) (NewRunContent, error) {
+func (e *Engine) newRunContent(prompt string, state State, started json.RawMessage) func(id int64) (NewRunContent, error) {
 	return func(id int64) (NewRunContent, error) {
 		blob, err := e.encodeState(id, state)
 		if err != nil {
@@ -199,6 +213,9 @@ func (e *Engine) newRunContent(prompt string, state State) func(id int64) (NewRu
 		if err != nil {
 			return NewRunContent{}, err
 		}
-		return NewRunContent{State: blob, Prompt: sealed, Messages: msgs}, nil
+		if started, err = e.sealJSON(started, EventPlace(id, 1)); err != nil {
+			return NewRunContent{}, err
+		}
+		return NewRunContent{State: blob, Prompt: sealed, Messages: msgs, Started: started}, nil
 	}
 }

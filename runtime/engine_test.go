@@ -429,8 +429,11 @@ func TestClientGoneTheRunStillSettles(t *testing.T) {
 	}
 	evs := f.Events(t, paused.RunID)
 	var kinds []runtime.EventKind
-	for _, e := range evs[len(evs)-out.Steps:] {
-		kinds = append(kinds, e.Kind)
+	// The turn's end rides along with the settle: not a step of its own.
+	for _, e := range evs[len(evs)-out.Steps-1:] {
+		if e.Kind != runtime.KindTurnEnded {
+			kinds = append(kinds, e.Kind)
+		}
 	}
 	want := []runtime.EventKind{runtime.KindApproval, runtime.KindTool, runtime.KindLLM, runtime.KindTool, runtime.KindLLM, runtime.KindSettle}
 	if !reflect.DeepEqual(kinds, want) {
@@ -566,8 +569,8 @@ func TestCancel(t *testing.T) {
 			t.Fatalf("outcome = %+v, want cancelled", out)
 		}
 		evs := f.Events(t, paused.RunID)
-		if n := len(evs); evs[n-2].Kind != runtime.KindCancel || evs[n-1].Kind != runtime.KindSettle {
-			t.Errorf("last events %s, %s; want cancel, settle", evs[n-2].Kind, evs[n-1].Kind)
+		if n := len(evs); evs[n-3].Kind != runtime.KindCancel || evs[n-2].Kind != runtime.KindTurnEnded || evs[n-1].Kind != runtime.KindSettle {
+			t.Errorf("last events %s, %s, %s; want cancel, turn_ended, settle", evs[n-3].Kind, evs[n-2].Kind, evs[n-1].Kind)
 		}
 	})
 }

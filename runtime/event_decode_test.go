@@ -56,12 +56,15 @@ func TestDecodeAtEveryLevel(t *testing.T) {
 // TestDecodeIdleSettle: the settle of an idle run's cancel has no
 // answer, iterations or usage, and reads as having none.
 func TestDecodeIdleSettle(t *testing.T) {
-	evs := cancelEvents(Actor{Name: "olga"}, StatusWaitingForApproval, 0)
+	evs := cancelEvents(Actor{Name: "olga"}, StatusWaitingForApproval, 1, 0)
 	c, err := evs[0].Decode()
 	if err != nil || c.(*CancelPayload).By == nil || *c.(*CancelPayload).By != "olga" || c.(*CancelPayload).From != StatusWaitingForApproval {
 		t.Errorf("cancel = %+v, %v; want by olga from waiting_for_approval", c, err)
 	}
-	s, err := evs[1].Decode()
+	if evs[1].Kind != KindTurnEnded {
+		t.Errorf("event 2 is %s, want the turn_ended before the settle", evs[1].Kind)
+	}
+	s, err := evs[2].Decode()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,19 +184,19 @@ type SourcePayload struct {
 }
 
 // TurnStartedPayload opens a turn of a conversation: the message that
-// starts it. Declared for conversations, which record it; nothing records
-// it yet.
+// starts it, and who sent it.
 type TurnStartedPayload struct {
 	Turn int `json:"turn"` // 1 for the run's first prompt
 	// Content is the person's message.
 	Content Content `json:"content"`
+	By      string  `json:"by,omitempty"`
 }
 
 // Kind is KindTurnStarted.
 func (TurnStartedPayload) Kind() EventKind { return KindTurnStarted }
 
-// TurnEndedPayload closes a turn of a conversation: how it ended.
-// Declared for conversations; nothing records it yet.
+// TurnEndedPayload closes a turn of a conversation: how it ended. It is
+// recorded in the commit that settles the run, right after the settle.
 type TurnEndedPayload struct {
 	Turn   int    `json:"turn"`
 	Status Status `json:"status"`

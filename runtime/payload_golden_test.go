@@ -225,11 +225,11 @@ func TestPayloadGolden(t *testing.T) {
 	}
 	for _, from := range []Status{StatusWaitingForApproval, StatusQueued} {
 		for _, name := range []string{"olga", ""} {
-			for _, ev := range cancelEvents(Actor{ID: 2, Name: name}, from, 4) {
+			for _, ev := range cancelEvents(Actor{ID: 2, Name: name}, from, 1, 4) {
 				fmt.Fprintf(&b, "cancelEvents(%q, %s) #%d %s\n  stored %s\n", name, from, ev.Seq, ev.Kind, ev.Payload)
 			}
 		}
-		for _, ev := range ownerDeletedEvents(from, 4) {
+		for _, ev := range ownerDeletedEvents(from, 1, 4) {
 			fmt.Fprintf(&b, "ownerDeletedEvents(%s) #%d %s\n  stored %s\n", from, ev.Seq, ev.Kind, ev.Payload)
 		}
 	}

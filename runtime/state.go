@@ -15,6 +15,9 @@ import (
 type State struct {
 	Messages   []Message `json:"-"`
 	Iterations int       `json:"iterations"`
+	// FirstRound is Iterations when the conversation's current turn
+	// started: max_iterations bounds the rounds of one turn.
+	FirstRound int `json:"first_round,omitempty"`
 	Usage      Usage     `json:"usage"`
 	// Pending is the turn the run waits on; nil while it runs.
 	Pending *PendingTurn `json:"pending,omitempty"`
@@ -51,6 +54,9 @@ type PendingTurn struct {
 	// interrupted earlier attempt.
 	Note    string `json:"note,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`
+	// ConversationTurn is the conversation's turn the pause belongs to,
+	// from turn 2 on (turn 1's digests are what they were before turns).
+	ConversationTurn int `json:"conversation_turn,omitempty"`
 	// Standing names, by call id, what an approval for the whole run
 	// covers when it is not the call's own tool: the tool a meta-tool's
 	// execute calls (see StandingNamer), for the arguments as offered. An

@@ -35,6 +35,10 @@ type Store interface {
 	// the INSERT made its id), written with the row in one transaction and
 	// set on r.
 	CreateRun(ctx context.Context, r *Run, lease time.Duration, content func(id int64) (NewRunContent, error)) error
+	// StartTurn starts a settled run's next turn (see NextTurn) in one
+	// transaction; ErrClaimLost when the run is no longer settled at that
+	// turn (another message started it first, or it is not settled).
+	StartTurn(ctx context.Context, t NextTurn) error
 	// Resume returns what the holder of a claimed run needs beyond its
 	// row, in one round trip: see Resumed.
 	Resume(ctx context.Context, runID int64, withMessages bool) (Resumed, error)
@@ -115,6 +119,9 @@ type NewRunContent struct {
 	State    []byte
 	Prompt   string
 	Messages [][]byte
+	// Started is the payload of the run's first event, turn 1's
+	// turn_started, sealed for seq 1.
+	Started json.RawMessage
 }
 
 // Resumed is what a continuation reads when it starts.
@@ -188,6 +195,9 @@ type Commit struct {
 	RunID     int64
 	ClaimedBy string
 	Event     Event
+	// Ahead are events that precede Event in the same commit (a settle's
+	// turn_ended), stored as they are.
+	Ahead []Event
 	// State is the sealed checkpoint; nil keeps the stored one, which the
 	// step did not change.
 	State []byte

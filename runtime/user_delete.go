@@ -83,7 +83,7 @@ func (e *Engine) DeleteUser(ctx context.Context, userID int64) (DeletedUser, err
 			if err != nil {
 				return DeletedUser{}, err
 			}
-			if d.Runs[i].Events, err = e.sealEvents(run, ownerDeletedEvents(run.Status, last)); err != nil {
+			if d.Runs[i].Events, err = e.sealEvents(run, ownerDeletedEvents(run.Status, run.ConversationTurn, last)); err != nil {
 				return DeletedUser{}, err
 			}
 			if d.Runs[i].Notifications, err = e.settledNotifications(ctx, run, ReasonOwnerDeleted); err != nil {
@@ -105,10 +105,11 @@ func (e *Engine) DeleteUser(ctx context.Context, userID int64) (DeletedUser, err
 
 // ownerDeletedEvents are the events of an idle run cancelled because its
 // owner was deleted, after the event last. Neither carries content.
-func ownerDeletedEvents(from Status, last int) []Event {
+func ownerDeletedEvents(from Status, turn, last int) []Event {
 	by := filter(PrivacyMetadata, CancelPayload{OwnerDeleted: true, From: from})
 	settle := filter(PrivacyMetadata, SettlePayload{Status: StatusCancelled, Reason: ReasonOwnerDeleted})
-	return []Event{{Seq: last + 1, Kind: KindCancel, Payload: by}, {Seq: last + 2, Kind: KindSettle, Payload: settle}}
+	return []Event{{Seq: last + 1, Kind: KindCancel, Payload: by}, turnEnded(last+2, turn, ReasonOwnerDeleted),
+		{Seq: last + 3, Kind: KindSettle, Payload: settle}}
 }
 
 // ownerGone settles a run whose owner no longer exists, before any step:

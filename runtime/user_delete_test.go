@@ -22,8 +22,8 @@ func kinds(evs []runtime.Event) []runtime.EventKind {
 }
 
 // wantOwnerDeleted fails the test unless the run settled once, as
-// cancelled because its owner was deleted, with its last events a cancel
-// and the settle.
+// cancelled because its owner was deleted, with its last events a cancel,
+// the turn's end and the settle.
 func wantOwnerDeleted(t *testing.T, w *testrig.World, id int64) {
 	t.Helper()
 	if r := w.Run(t, id); r.Status != runtime.StatusCancelled || r.TerminationReason != runtime.ReasonOwnerDeleted {
@@ -31,7 +31,7 @@ func wantOwnerDeleted(t *testing.T, w *testrig.World, id int64) {
 	}
 	evs := w.Gapless(t, id)
 	k := kinds(evs)
-	if n := len(k); n < 2 || k[n-2] != runtime.KindCancel || k[n-1] != runtime.KindSettle || testrig.CountKind(evs, runtime.KindSettle) != 1 {
+	if n := len(k); n < 3 || k[n-3] != runtime.KindCancel || k[n-2] != runtime.KindTurnEnded || k[n-1] != runtime.KindSettle || testrig.CountKind(evs, runtime.KindSettle) != 1 {
 		t.Errorf("run %d's events are %v, want one settle, after a cancel, at the end", id, k)
 	}
 }
@@ -137,8 +137,8 @@ func TestRunsOfAGoneOwnerAreNeitherDecidedNorContinued(t *testing.T) {
 		f.WaitStatus(t, id, runtime.StatusCancelled, 10*time.Second)
 		wantOwnerDeleted(t, f.World, id)
 	}
-	if evs := f.Events(t, queued); len(evs) != 2 {
-		t.Errorf("the queued run's events are %v, want only the cancel and the settle", kinds(evs))
+	if evs := f.Events(t, queued); len(evs) != 4 {
+		t.Errorf("the queued run's events are %v, want only its turn's start, the cancel, the turn's end and the settle", kinds(evs))
 	}
 	for _, order := range []string{waitingOrder, decidedOrder} {
 		if n := f.Refunds(t, order); n != 0 {

@@ -57,6 +57,13 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 		sc.add(`INSERT INTO run_events (run_id, seq, turn, kind, round, duration_ms, payload)
 			VALUES (IF(`+held+`, ?, NULL), ?, ?, ?, ?, ?, ?)`,
 			c.RunID, e.Seq, turnOf(c), e.Kind, e.Round, e.DurationMS, nonNil(e.Payload))
+		// The events before it in seq need no guard: they are written only
+		// if its INSERT was.
+		for _, t := range c.Ahead {
+			sc.add(`INSERT INTO run_events (run_id, seq, turn, kind, round, duration_ms, payload)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				c.RunID, t.Seq, turnOf(c), t.Kind, t.Round, t.DurationMS, nonNil(t.Payload))
+		}
 	}
 	if c.Rewrite {
 		// The transcript is append-only but for this: the model's message

@@ -42,7 +42,7 @@ func insertEvent(ctx context.Context, tx sqlx.ExtContext, runID int64, e runtime
 	_, err := tx.ExecContext(ctx, `
 		INSERT INTO run_events (run_id, seq, turn, kind, round, duration_ms, payload)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		runID, e.Seq, max(e.Turn, 1), e.Kind, e.Round, e.DurationMS, []byte(e.Payload))
+		runID, e.Seq, max(e.Turn, 1), e.Kind, e.Round, e.DurationMS, nonNil(e.Payload))
 	if isDuplicate(err) {
 		// Only the holder appends; a clash means another holder did.
 		return fmt.Errorf("store: append event %d of run %d: %w", e.Seq, runID, runtime.ErrLeaseLost)

@@ -108,6 +108,13 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, lease time.Durati
 			return fmt.Errorf("store: create run: messages: %w", err)
 		}
 	}
+	if c.Started != nil {
+		// The store writes what it is given: the engine's runs open with
+		// their first turn.
+		if err := insertEvent(ctx, tx, id, runtime.Event{Seq: 1, Turn: 1, Kind: runtime.KindTurnStarted, Payload: c.Started}); err != nil {
+			return fmt.Errorf("store: create run: %w", err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}

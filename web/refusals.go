@@ -63,6 +63,7 @@ var answers = map[runtime.Code]answer{
 	runtime.CodeInvalidInput:          {html: http.StatusUnprocessableEntity, api: http.StatusUnprocessableEntity},
 	runtime.CodeStaleTurn:             {http.StatusSeeOther, http.StatusConflict, "The pending action of run %[1]d changed; review it again."},
 	runtime.CodeAlreadyResuming:       {http.StatusSeeOther, http.StatusConflict, "Run %[1]d is already being resumed."},
+	runtime.CodeRunBusy:               {http.StatusSeeOther, http.StatusConflict, "Run %[1]d is still answering; send your message once its turn has ended."},
 	runtime.CodeInvalidRequest:        {http.StatusSeeOther, http.StatusBadRequest, "Run %[1]d: %[2]s."},
 	codeInvalidBulk:                   {html: http.StatusBadRequest, api: http.StatusBadRequest},
 	codeBusy:                          {html: http.StatusServiceUnavailable, api: http.StatusServiceUnavailable},
