@@ -131,6 +131,7 @@ func inputURL(id int64) string    { return fmt.Sprintf("/inbox/runs/%d/input", i
 func runURL(id int64) string      { return fmt.Sprintf("/runs/%d", id) }
 func inboxRunURL(id int64) string { return fmt.Sprintf("/inbox/runs/%d", id) }
 func cancelURL(id int64) string   { return fmt.Sprintf("/runs/%d/cancel", id) }
+func messagesURL(id int64) string { return fmt.Sprintf("/runs/%d/messages", id) }
 
 // plural is "1 step", "2 steps".
 func plural(n int, one, many string) string {

@@ -30,6 +30,18 @@ type TimelineEvent struct {
 	Decision    *DecisionStep
 	Settle      *SettleStep
 	Unavailable []UnavailableSource
+	Turn        *TurnMark
+}
+
+// TurnMark is where a turn of the conversation starts or ends.
+type TurnMark struct {
+	Turn    int
+	Started bool
+	// By and Message: who sent the turn's message, and the message.
+	By      string
+	Message Content
+	// Status and Reason: how an ended turn ended.
+	Status, Reason string
 }
 
 // Content is run content (a text, arguments, a result) as the run's
@@ -159,14 +171,16 @@ func settleDetail(events []TimelineEvent) string {
 // kindLabel names an event's kind for people.
 func kindLabel(kind string) string {
 	if l, ok := map[string]string{
-		"llm":         "Model",
-		"tool":        "Tool",
-		"suspend":     "Paused",
-		"approval":    "Decision",
-		"input":       "Input",
-		"cancel":      "Cancel",
-		"settle":      "Ended",
-		"unavailable": "Tools unavailable",
+		"llm":          "Model",
+		"tool":         "Tool",
+		"suspend":      "Paused",
+		"approval":     "Decision",
+		"input":        "Input",
+		"cancel":       "Cancel",
+		"settle":       "Ended",
+		"unavailable":  "Tools unavailable",
+		"turn_started": "Turn",
+		"turn_ended":   "Turn ended",
 	}[kind]; ok {
 		return l
 	}

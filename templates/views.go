@@ -239,6 +239,12 @@ type RunSummary struct {
 	Waiting bool
 	// CanCancel: the run is not settled and the user may cancel it.
 	CanCancel bool
+	// Turn is the conversation's current turn; CanFollowUp: the run has
+	// settled and the user may send it a follow-up message.
+	Turn        int
+	CanFollowUp bool
+	// FollowUp is a refused follow-up's text, shown in the form again.
+	FollowUp string
 }
 
 // HistoryPage is one page of the runs the user may see, newest first.

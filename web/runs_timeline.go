@@ -64,6 +64,10 @@ func timelineEvent(e runtime.Event) templates.TimelineEvent {
 		if p.Usage != nil {
 			v.Settle.InputTokens, v.Settle.OutputTokens = p.Usage.InputTokens, p.Usage.OutputTokens
 		}
+	case *runtime.TurnStartedPayload:
+		v.Turn = &templates.TurnMark{Turn: p.Turn, Started: true, By: p.By, Message: shownContent(p.Content)}
+	case *runtime.TurnEndedPayload:
+		v.Turn = &templates.TurnMark{Turn: p.Turn, Status: string(p.Status), Reason: p.Reason}
 	case *runtime.UnavailablePayload:
 		for _, u := range p.Unavailable {
 			v.Unavailable = append(v.Unavailable, templates.UnavailableSource{Source: u.Source, Tools: u.Tools, Cause: u.Cause})

@@ -32,6 +32,8 @@ type Engine interface {
 	Visible(ctx context.Context, runID int64, actor runtime.Actor) (*runtime.Run, *runtime.Configuration, error)
 	Start(ctx context.Context, req runtime.StartRequest) (*runtime.Continuation, error)
 	Enqueue(ctx context.Context, req runtime.StartRequest) (int64, error)
+	SendMessage(ctx context.Context, req runtime.MessageRequest) (*runtime.Continuation, error)
+	QueueMessage(ctx context.Context, req runtime.MessageRequest) error
 	Continuing(ctx context.Context, actor runtime.Actor) ([]runtime.ContinuingRun, error)
 	Turn(ctx context.Context, runID int64) (*runtime.PendingTurn, error)
 	Follow(ctx context.Context, runID int64, actor runtime.Actor, since time.Time, afterSeq int) (runtime.Followed, error)
@@ -225,6 +227,7 @@ func (s *Server) Handler() http.Handler {
 	r.GET("/runs", s.signedIn(s.history))
 	r.GET("/runs/:id", s.signedIn(s.run))
 	r.POST("/runs/:id/cancel", s.signedIn(s.form(s.cancel)))
+	r.POST("/runs/:id/messages", s.signedIn(s.form(s.pageMessage)))
 
 	r.GET("/playground", s.signedIn(s.admin(s.playground)))
 	r.POST("/playground/runs", s.signedIn(s.form(s.admin(s.playgroundStart))))
@@ -238,6 +241,7 @@ func (s *Server) Handler() http.Handler {
 	r.GET("/api/runs/:id", s.api(runtime.ScopeRunRead, s.apiRun))
 	r.DELETE("/api/runs/:id", s.api(runtime.ScopeRunCancel, s.apiCancel))
 	r.GET("/api/runs/:id/events", s.apiStream(runtime.ScopeRunRead, s.apiEvents))
+	r.POST("/api/runs/:id/messages", s.api(runtime.ScopeRunStart, s.apiMessage))
 	r.POST("/api/runs/:id/decisions", s.api(runtime.ScopeRunDecide, s.apiDecide))
 	r.POST("/api/runs/:id/input", s.api(runtime.ScopeRunDecide, s.apiInput))
 	r.POST("/api/decisions", s.api(runtime.ScopeRunDecide, s.apiBulk))
