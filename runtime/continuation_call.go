@@ -231,7 +231,7 @@ func (c *Continuation) round(ctx context.Context) error {
 	if d, ok := c.obs.(DeltaObserver); ok {
 		onDelta = d.OnDelta
 	}
-	res, err := provider.Round(ctx, RoundRequest{Round: c.state.Iterations + 1, Model: c.cfg.Provider.Model,
+	res, err := provider.Round(ctx, RoundRequest{Round: c.state.Iterations - c.state.FirstRound + 1, Model: c.cfg.Provider.Model,
 		Messages: c.state.Messages, Tools: specs}, onDelta)
 	if err != nil {
 		return providerError{err}

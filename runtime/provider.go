@@ -15,7 +15,8 @@ type Provider interface {
 
 // RoundRequest is what a provider sees of a run.
 type RoundRequest struct {
-	// Round counts from 1: the number of provider rounds so far, plus one.
+	// Round counts from 1: the number of provider rounds of the
+	// conversation's current turn so far, plus one.
 	Round    int
 	Model    string
 	Messages []Message

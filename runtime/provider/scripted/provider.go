@@ -47,7 +47,9 @@ var orderID = regexp.MustCompile(`[A-Z]+-[0-9]+`)
 
 // Round answers with round req.Round of the script (counted from 1). It
 // fails when the script has fewer rounds, and with ctx's error when ctx ends
-// during the round's delay.
+// during the round's delay. Every turn of a conversation plays the script
+// again, with ${prompt} and ${order_id} taken from the turn's message: "now
+// refund ORD-1002 too" refunds ORD-1002.
 func (p *provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta func(string)) (runtime.RoundResult, error) {
 	rounds := p.script.Rounds
 	if req.Round < 1 || req.Round > len(rounds) {
@@ -73,7 +75,7 @@ func (p *provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta 
 		text.WriteString(piece)
 	}
 
-	prompt := firstPrompt(req.Messages)
+	prompt, turn := lastPrompt(req.Messages)
 	vars := strings.NewReplacer("${prompt}", prompt, "${order_id}", findOrderID(prompt))
 	res := runtime.RoundResult{Text: text.String()}
 	for i, c := range r.ToolCalls {
@@ -81,8 +83,13 @@ func (p *provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta 
 		if err != nil {
 			return runtime.RoundResult{}, fmt.Errorf("scripted: round %d: arguments of %s: %w", req.Round, c.Name, err)
 		}
+		id := fmt.Sprintf("call_%d_%d", req.Round, i+1)
+		if turn > 1 {
+			// Call ids stay unique in the transcript, as a real model's.
+			id = fmt.Sprintf("call_t%d_%d_%d", turn, req.Round, i+1)
+		}
 		res.ToolCalls = append(res.ToolCalls, runtime.ToolCall{
-			ID:        fmt.Sprintf("call_%d_%d", req.Round, i+1),
+			ID:        id,
 			Name:      c.Name,
 			Arguments: args,
 		})
@@ -128,14 +135,16 @@ func denied(msgs []runtime.Message) bool {
 	return false
 }
 
-// firstPrompt is the content of the first user message: the run's prompt.
-func firstPrompt(msgs []runtime.Message) string {
+// lastPrompt is the content of the last user message (the run's prompt,
+// or the message that started the current turn) and how many user
+// messages there are (the conversation's turn).
+func lastPrompt(msgs []runtime.Message) (prompt string, turn int) {
 	for _, m := range msgs {
 		if m.Role == "user" {
-			return m.Content
+			prompt, turn = m.Content, turn+1
 		}
 	}
-	return ""
+	return prompt, turn
 }
 
 // findOrderID picks an order number such as ORD-1042 out of a prompt; a

@@ -16,8 +16,27 @@ func request(round int, prompt string) runtime.RoundRequest {
 	return runtime.RoundRequest{Round: round, Messages: []runtime.Message{
 		{Role: "system", Content: "You refund orders."},
 		{Role: "user", Content: prompt},
-		{Role: "user", Content: "a later message that is not the prompt"},
+		{Role: "assistant", Content: "a later message that is not the prompt"},
 	}}
+}
+
+// TestFollowUpPlaysTheScriptAgain: a later turn's rounds count from 1
+// again and take ${order_id} from the turn's own message, with call ids
+// that stay unique in the transcript.
+func TestFollowUpPlaysTheScriptAgain(t *testing.T) {
+	s := &Script{Rounds: []Round{{ToolCalls: []Call{{Name: "refund_order", Arguments: map[string]any{"order_id": "${order_id}"}}}}}}
+	req := request(1, "Refund ORD-1001")
+	req.Messages = append(req.Messages, runtime.Message{Role: "user", Content: "now refund ORD-1002 too"})
+	res, err := New(s).Round(context.Background(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(res.ToolCalls[0].Arguments); got != `{"order_id":"ORD-1002"}` {
+		t.Errorf("arguments = %s, want the follow-up's order", got)
+	}
+	if got := res.ToolCalls[0].ID; got != "call_t2_1_1" {
+		t.Errorf("call id = %q, want call_t2_1_1 (turn 2, round 1)", got)
+	}
 }
 
 func TestRoundSubstitution(t *testing.T) {
