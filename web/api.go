@@ -339,14 +339,16 @@ type runJSON struct {
 	Configuration string `json:"configuration"`
 	Status        string `json:"status"`
 	Origin        string `json:"origin"`
-	TurnDigest    string `json:"turn_digest,omitempty"`
-	Reason        string `json:"termination_reason,omitempty"`
-	Answer        string `json:"answer,omitempty"`
-	Iterations    int    `json:"iterations"`
-	InputTokens   int    `json:"input_tokens"`
-	OutputTokens  int    `json:"output_tokens"`
-	CreatedAt     string `json:"created_at"`
-	UpdatedAt     string `json:"updated_at"`
+	// Turn is the conversation's current turn: 1 until a follow-up.
+	Turn         int    `json:"turn"`
+	TurnDigest   string `json:"turn_digest,omitempty"`
+	Reason       string `json:"termination_reason,omitempty"`
+	Answer       string `json:"answer,omitempty"`
+	Iterations   int    `json:"iterations"`
+	InputTokens  int    `json:"input_tokens"`
+	OutputTokens int    `json:"output_tokens"`
+	CreatedAt    string `json:"created_at"`
+	UpdatedAt    string `json:"updated_at"`
 
 	// DecisionDeadline is when the pending turn expires, null without one.
 	DecisionDeadline *string `json:"decision_deadline"`
@@ -363,7 +365,7 @@ func apiTime(t *time.Time) *string {
 
 func toRunJSON(r *runtime.Run, configuration string) runJSON {
 	j := runJSON{ID: r.ID, Configuration: configuration, Status: string(r.Status), Origin: string(r.Origin),
-		Reason: r.TerminationReason, Answer: r.Answer, Iterations: r.Iterations,
+		Turn: r.ConversationTurn, Reason: r.TerminationReason, Answer: r.Answer, Iterations: r.Iterations,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
 		CreatedAt: r.CreatedAt.UTC().Format(timeFormat), UpdatedAt: r.UpdatedAt.UTC().Format(timeFormat)}
 	j.DecisionDeadline = apiTime(r.DecisionDeadline)
