@@ -67,6 +67,12 @@ func TestAPIAuthentication(t *testing.T) {
 				return apiCase{path: runPathAPI(id, "/events?follow=false"), run: id}
 			},
 			http.StatusOK, nil, true},
+		{http.MethodPost, "/api/runs/:id/messages", "run:start",
+			func(t *testing.T) apiCase {
+				id := a.settledRun(t, "owner")
+				return apiCase{path: runPathAPI(id, "/messages"), body: `{"content":"and ORD-1002?","async":true}`, run: id}
+			},
+			http.StatusCreated, []string{"run"}, false},
 		{http.MethodPost, "/api/runs/:id/decisions", "run:decide",
 			func(t *testing.T) apiCase {
 				out, id := waiting(t, "refund")
