@@ -22,11 +22,15 @@ const (
 	// its ${ENV}), and why.
 	KindUnavailable EventKind = "unavailable"
 	// KindTurnStarted and KindTurnEnded open and close a turn of a
-	// conversation. Declared with their payloads for conversations;
-	// nothing records them yet.
+	// conversation (see conversation.go).
 	KindTurnStarted EventKind = "turn_started"
 	KindTurnEnded   EventKind = "turn_ended"
 )
+
+// Step reports whether an event of this kind is a step a continuation
+// took — what stream lines, counters and metrics count. A turn's marks are
+// not: they ride along with the commit that starts or settles it.
+func (k EventKind) Step() bool { return k != KindTurnStarted && k != KindTurnEnded }
 
 // Event is one row of a run's event log. Payload has passed the
 // configuration's privacy filter; Decode reads it into its kind's struct.

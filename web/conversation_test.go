@@ -85,19 +85,20 @@ func TestAPIFollowUp(t *testing.T) {
 }
 
 // TestAPIFollowUpStorm: 50 follow-ups at once through HTTP start one turn;
-// the other 49 are 409 run_busy.
+// the other 49 are 409 run_busy. They come from the owner and an admin, 25
+// each: one user may have 32 API requests open at once.
 func TestAPIFollowUpStorm(t *testing.T) {
 	a := newApp(t, 0)
 	id := a.settledRun(t, "owner")
-	owner := a.bearer(t, "owner", "run:start", "run:read")
+	senders := []caller{a.bearer(t, "owner", "run:start", "run:read"), a.bearer(t, "admin", "run:start", "run:read")}
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		statuses = map[int]int{}
 	)
-	for range 50 {
+	for i := range 50 {
 		wg.Go(func() {
-			got := owner.call(t, a, http.MethodPost, runPathAPI(id, "/messages"), `{"content":"now refund ORD-7 too","async":true}`, nil)
+			got := senders[i%2].call(t, a, http.MethodPost, runPathAPI(id, "/messages"), `{"content":"now refund ORD-7 too","async":true}`, nil)
 			mu.Lock()
 			statuses[got.status]++
 			mu.Unlock()

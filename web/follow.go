@@ -126,6 +126,9 @@ func (f *follower) Run(ctx context.Context, obs runtime.Observer) runtime.Outcom
 	}
 	show := func(evs []runtime.Event) {
 		for _, ev := range evs {
+			if !ev.Kind.Step() {
+				continue // as the winner's stream, which is told of steps only
+			}
 			st := runtime.Step{Event: ev}
 			if f.sum.MayRead {
 				st.Full = ev.Payload

@@ -158,14 +158,14 @@ func TestRunPageTimeline(t *testing.T) {
 		kinds[k] = append(kinds[k], e)
 	}
 	// The answer to ask_operator is the input step itself: no tool step.
-	want := map[string]int{"llm": 10, "tool": 8, "suspend": 2, "approval": 1, "input": 1, "settle": 1}
+	want := map[string]int{"turn_started": 1, "llm": 10, "tool": 8, "suspend": 2, "approval": 1, "input": 1, "turn_ended": 1, "settle": 1}
 	for k, n := range want {
 		if len(kinds[k]) != n {
 			t.Errorf("%s events: %d, want %d", k, len(kinds[k]), n)
 		}
 	}
-	if len(events) != 23 {
-		t.Errorf("events: %d, want 23", len(events))
+	if len(events) != 25 {
+		t.Errorf("events: %d, want 25", len(events))
 	}
 
 	first := kinds["llm"][0]
@@ -259,7 +259,10 @@ func TestRunPageTimelineMetadata(t *testing.T) {
 		}
 	}
 	doc := parsePage(t, body)
-	first := node(t, doc, "li", "data-seq", "1")
+	if turn := textOf(node(t, node(t, doc, "li", "data-seq", "1"), "", "data-testid", "step-message")); turn != fmt.Sprintf("message: %d bytes (not stored at this privacy level)", len(a.Run(t, paused.RunID).Prompt)) {
+		t.Errorf("turn 1's message: %q, want its size alone", turn)
+	}
+	first := node(t, doc, "li", "data-seq", "2")
 	text := textOf(node(t, first, "", "data-testid", "step-text"))
 	if want := fmt.Sprintf("text: %d bytes (not stored at this privacy level)", len("MARKER-TEXT looking up")); text != want {
 		t.Errorf("round 1: %q, want %q", text, want)
@@ -325,9 +328,15 @@ func TestBrowserRunPageFits(t *testing.T) {
 			chromedp.Navigate(b.base+runPath(id, "")),
 			chromedp.WaitVisible(chromedp.CSS(`[data-testid="timeline"]`)),
 			loaded())
+		// What conversations added (a turn's marks, the conversation and
+		// the follow-up form) is measured apart: the limits are the steps'.
+		turns := get(b, "measure what conversations add", chromedp.Evaluate[float64](
+			`[...document.querySelectorAll('li[data-kind^="turn_"]')].reduce((h, e) => h + e.getBoundingClientRect().height, 0)`))
+		added := get(b, "measure the conversation and the form", chromedp.Evaluate[float64](
+			`[...document.querySelectorAll('[data-testid="followup"], [data-testid="conversation"]')].reduce((h, e) => h + e.getBoundingClientRect().height, 0)`))
 		height := get(b, "measure the timeline", chromedp.Evaluate[float64](
-			`document.querySelector('[data-testid="timeline"]').getBoundingClientRect().height`))
-		page := get(b, "measure the page", chromedp.Evaluate[float64](`document.documentElement.scrollHeight`))
+			`document.querySelector('[data-testid="timeline"]').getBoundingClientRect().height`)) - turns
+		page := get(b, "measure the page", chromedp.Evaluate[float64](`document.documentElement.scrollHeight`)) - turns - added
 		t.Logf("at %d px wide: the timeline is %.0f px high, the page %.0f px", size.width, height, page)
 		if limit := size.screens * float64(size.height); height > limit {
 			t.Errorf("at %d px wide the timeline is %.0f px high, want at most %.0f (%.0f screens)", size.width, height, limit, size.screens)

@@ -158,7 +158,7 @@ func TestProxyStreamedDecisionSurvivesTheReadTimeout(t *testing.T) {
 		}
 		c.b = signIn(t, c.p.addr, "operator")
 		digest := c.b.digestOf(t, c.w.id)
-		c.before = len(r.Gapless(t, c.w.id))
+		c.before = testrig.CountSteps(r.Gapless(t, c.w.id))
 		c.st = c.b.stream(t, c.w.id, digest)
 	}
 
@@ -174,7 +174,7 @@ func TestProxyStreamedDecisionSurvivesTheReadTimeout(t *testing.T) {
 			if got := r.Run(t, w.id); got.Status != runtime.StatusCompleted {
 				t.Errorf("run %d after settled = %+v, want completed", w.id, got)
 			}
-			steps := len(r.Gapless(t, w.id)) - c.before
+			steps := testrig.CountSteps(r.Gapless(t, w.id)) - c.before
 			checkInboxStream(t, lines, steps)
 			checkExactlyOnce(t, r, w, 1)
 			checkDecidedOnce(t, r, w, runtime.PathRequest)

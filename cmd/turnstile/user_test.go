@@ -74,8 +74,8 @@ func TestUserDeleteCancelsTheirRuns(t *testing.T) {
 		for _, e := range evs {
 			kinds = append(kinds, e.Kind)
 		}
-		if n := len(kinds); n < 2 || kinds[n-2] != runtime.KindCancel || kinds[n-1] != runtime.KindSettle {
-			t.Errorf("run %d's events are %v, want them to end cancel, settle", id, kinds)
+		if n := len(kinds); n < 3 || kinds[n-3] != runtime.KindCancel || kinds[n-2] != runtime.KindTurnEnded || kinds[n-1] != runtime.KindSettle {
+			t.Errorf("run %d's events are %v, want them to end cancel, turn_ended, settle", id, kinds)
 		}
 	}
 	if ds := r.Decisions(t, o.decided.id); len(ds) != 1 || ds[0].Outcome != "cancelled" || ds[0].Executed {

@@ -132,6 +132,18 @@ func CountKind(evs []runtime.Event, kind runtime.EventKind) int {
 	return n
 }
 
+// CountSteps counts the events that are steps (runtime.EventKind.Step):
+// what a stream counts.
+func CountSteps(evs []runtime.Event) int {
+	n := 0
+	for _, e := range evs {
+		if e.Kind.Step() {
+			n++
+		}
+	}
+	return n
+}
+
 // Decision is a decision as stored.
 type Decision struct {
 	Digest   string `db:"turn_digest"`
