@@ -239,6 +239,8 @@ type RunSummary struct {
 	Waiting bool
 	// CanCancel: the run is not settled and the user may cancel it.
 	CanCancel bool
+	// CanErase: the run is settled and the user may erase it.
+	CanErase bool
 }
 
 // HistoryPage is one page of the runs the user may see, newest first.

@@ -64,6 +64,7 @@ var answers = map[runtime.Code]answer{
 	runtime.CodeStaleTurn:             {http.StatusSeeOther, http.StatusConflict, "The pending action of run %[1]d changed; review it again."},
 	runtime.CodeAlreadyResuming:       {http.StatusSeeOther, http.StatusConflict, "Run %[1]d is already being resumed."},
 	runtime.CodeInvalidRequest:        {http.StatusSeeOther, http.StatusBadRequest, "Run %[1]d: %[2]s."},
+	runtime.CodeNotSettled:            {http.StatusSeeOther, http.StatusConflict, "Run %[1]d has not settled: only a settled run can be erased."},
 	codeInvalidBulk:                   {html: http.StatusBadRequest, api: http.StatusBadRequest},
 	codeBusy:                          {html: http.StatusServiceUnavailable, api: http.StatusServiceUnavailable},
 	codeNotReady:                      {html: http.StatusServiceUnavailable, api: http.StatusServiceUnavailable},
