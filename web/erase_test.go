@@ -5,8 +5,11 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/html"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/seal"
@@ -279,4 +282,256 @@ func markerPlaces(t *testing.T, a *testApp, sealer runtime.Sealer, marker string
 		}
 	}
 	return places
+}
+
+// TestErasedRunAnswersAsMissing: once erased, every route that names the
+// run answers its owner, an admin and the person who decided it exactly
+// as a run that does not exist (erasing it again too), and nothing is
+// written; only the history still lists it, as "erased", with nothing of
+// its content and no link.
+func TestErasedRunAnswersAsMissing(t *testing.T) {
+	a := newApp(t, 0)
+	paused := a.start(t, "refund", "owner", runtime.OriginInteractive)
+	a.Approve(t, paused)
+	id := paused.RunID
+	a.bearer(t, "owner", runtime.ScopeRunCancel).call(t, a, http.MethodDelete, runPathAPI(id, "?erase=true"), "", nil).
+		wantKeys(t, http.StatusOK, "erased_at")
+	var last int64
+	if err := a.DB.Get(&last, `SELECT MAX(id) FROM runs`); err != nil {
+		t.Fatal(err)
+	}
+	missing := last + 1000
+
+	type answer struct {
+		status   int
+		location string
+		body     string
+	}
+	type route struct {
+		name string
+		send func(id int64) answer
+	}
+	var routes []route
+	for _, who := range []string{"owner", "admin", "approver"} {
+		browser := a.signIn(t, who)
+		api := a.bearer(t, who, runtime.AllScopes()...)
+		page := func(method, suffix string, form url.Values) route {
+			return route{fmt.Sprintf("%s: %s /runs/ID%s", who, method, suffix), func(id int64) answer {
+				var res *http.Response
+				var body string
+				if method == http.MethodGet {
+					res, body = browser.get(runPath(id, suffix))
+				} else {
+					res, body = browser.post(runPath(id, suffix), form)
+				}
+				return answer{res.StatusCode, res.Header.Get("Location"), body}
+			}}
+		}
+		inbox := func(method, path string, form url.Values) route {
+			return route{fmt.Sprintf("%s: %s %s", who, method, path), func(id int64) answer {
+				p := strings.Replace(path, "ID", fmt.Sprint(id), 1)
+				var res *http.Response
+				var body string
+				if method == http.MethodGet {
+					res, body = browser.get(p)
+				} else {
+					res, body = browser.post(p, form)
+				}
+				return answer{res.StatusCode, res.Header.Get("Location"), body}
+			}}
+		}
+		call := func(method, suffix, body string) route {
+			return route{fmt.Sprintf("%s: %s /api/runs/ID%s", who, method, suffix), func(id int64) answer {
+				got := api.call(t, a, method, runPathAPI(id, suffix), body, nil)
+				return answer{got.status, got.header.Get("Location"), string(got.body)}
+			}}
+		}
+		decision := `{"turn_digest":"` + paused.Digest + `","decision":"approve"}`
+		routes = append(routes,
+			page(http.MethodGet, "", nil), page(http.MethodGet, "/erase", nil),
+			page(http.MethodPost, "/erase", url.Values{}), page(http.MethodPost, "/cancel", url.Values{}),
+			inbox(http.MethodGet, "/inbox/runs/ID", nil), inbox(http.MethodPost, "/inbox/runs/ID/decision", approve(paused.Digest)),
+			call(http.MethodGet, "", ""), call(http.MethodGet, "/events?follow=false", ""),
+			call(http.MethodDelete, "", ""), call(http.MethodDelete, "?erase=true", ""),
+			call(http.MethodPost, "/decisions", decision))
+	}
+	for _, r := range routes {
+		t.Run(r.name, func(t *testing.T) {
+			want := r.send(missing)
+			if want.status != http.StatusNotFound {
+				t.Fatalf("a missing run answers %d, want 404:\n%s", want.status, want.body)
+			}
+			before := rowsOf(t, a, id)
+			got := r.send(id)
+			if got.status != want.status || got.location != want.location || sameID(got.body, id) != sameID(want.body, missing) {
+				t.Errorf("the erased run answers %d %q\n%s\nwhere a missing run answers %d %q\n%s",
+					got.status, got.location, got.body, want.status, want.location, want.body)
+			}
+			if after := rowsOf(t, a, id); after != before {
+				t.Errorf("the erased run's rows changed:\n%s\nthen\n%s", before, after)
+			}
+		})
+	}
+
+	t.Run("the history lists it as erased", func(t *testing.T) {
+		for _, who := range []string{"owner", "admin", "approver"} {
+			list := a.bearer(t, who, runtime.ScopeRunRead).call(t, a, http.MethodGet, "/api/runs", "", nil).wantKeys(t, http.StatusOK, "runs")
+			var found map[string]any
+			for _, r := range list["runs"].([]any) {
+				if r := r.(map[string]any); r["id"] == float64(id) {
+					found = r
+				}
+			}
+			if found == nil {
+				t.Fatalf("GET /api/runs as %s does not list the erased run", who)
+			}
+			if _, has := found["run"]; has || found["status"] != "erased" || found["erased_at"] == nil || found["termination_reason"] != nil {
+				t.Errorf("GET /api/runs as %s lists the erased run as %v; want status erased, erased_at, and no run", who, found)
+			}
+			res, body := a.signIn(t, who).get("/runs")
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("GET /runs as %s: %d", who, res.StatusCode)
+			}
+			row := historyRow(t, body, id)
+			if status, _ := attrOf(row, "data-status"); status != "erased" || !strings.Contains(textOf(row), "erased") {
+				t.Errorf("the history row of the erased run says %q (%s), want erased", textOf(row), status)
+			}
+			if links := nodes(row, "a", "", ""); len(links) != 0 {
+				t.Errorf("the history row of the erased run links to its page")
+			}
+		}
+		list := a.bearer(t, "owner", runtime.ScopeRunRead).call(t, a, http.MethodGet, "/api/runs?status=completed", "", nil).
+			wantKeys(t, http.StatusOK, "runs")
+		for _, r := range list["runs"].([]any) {
+			if r.(map[string]any)["id"] == float64(id) {
+				t.Errorf("GET /api/runs?status=completed lists the erased run")
+			}
+		}
+	})
+}
+
+// rowsOf sums up what the database holds of a run, the erased ones
+// included (which the store reads no more): its row's state and times and
+// how many rows of it each table has.
+func rowsOf(t *testing.T, a *testApp, id int64) string {
+	t.Helper()
+	var s string
+	if err := a.DB.Get(&s, `SELECT CONCAT_WS(' ', status, updated_at, COALESCE(erased_at, '-'), cancel_requested,
+			(SELECT COUNT(*) FROM decisions WHERE run_id = r.id), (SELECT COUNT(*) FROM run_events WHERE run_id = r.id),
+			(SELECT COUNT(*) FROM run_messages WHERE run_id = r.id), (SELECT COUNT(*) FROM webhook_deliveries WHERE run_id = r.id))
+		FROM runs r WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// historyRow finds a run's row in the history page.
+func historyRow(t *testing.T, body string, id int64) *html.Node {
+	t.Helper()
+	for _, row := range nodes(parsePage(t, body), "tr", "data-testid", "history-run") {
+		if v, _ := attrOf(row, "data-run-id"); v == fmt.Sprint(id) {
+			return row
+		}
+	}
+	t.Fatalf("the history lists no run %d", id)
+	return nil
+}
+
+// TestEraseRefusals: a run whose turn waits is not_settled (409 in the
+// API; on the pages a flash on the run's page, from the question's page
+// and from the form alike), erase takes only true or false, the token
+// needs run:cancel; nothing is written by any of them.
+func TestEraseRefusals(t *testing.T) {
+	a := newApp(t, 0)
+	paused := a.start(t, "refund", "owner", runtime.OriginInteractive)
+	id := paused.RunID
+	before := a.State(t, id)
+	owner := a.bearer(t, "owner", runtime.ScopeRunCancel)
+	e := owner.call(t, a, http.MethodDelete, runPathAPI(id, "?erase=true"), "", nil).wantError(t, http.StatusConflict, "not_settled")
+	if msg, _ := e["message"].(string); !strings.Contains(msg, "settled") || !strings.Contains(msg, "cancel it first") {
+		t.Errorf("not_settled says %q: want what to do", msg)
+	}
+	owner.call(t, a, http.MethodDelete, runPathAPI(id, "?erase=yes"), "", nil).wantError(t, http.StatusBadRequest, "invalid_request")
+	a.bearer(t, "owner", runtime.ScopeRunRead, runtime.ScopeRunStart, runtime.ScopeRunDecide).
+		call(t, a, http.MethodDelete, runPathAPI(id, "?erase=true"), "", nil).wantError(t, http.StatusForbidden, "insufficient_scope")
+
+	browser := a.signIn(t, "owner")
+	for _, send := range []func() *http.Response{
+		func() *http.Response { res, _ := browser.get(runPath(id, "/erase")); return res },
+		func() *http.Response { res, _ := browser.post(runPath(id, "/erase"), url.Values{}); return res },
+	} {
+		wantRedirect(t, send(), runPath(id, ""))
+		_, body := browser.get(runPath(id, ""))
+		if m := flashText.FindStringSubmatch(body); m == nil || !strings.Contains(m[1], "only a settled run can be erased") {
+			t.Errorf("the run page's flash = %v, want it to say only a settled run can be erased", m)
+		}
+		if strings.Contains(body, `data-testid="erase-open"`) {
+			t.Errorf("the page of a waiting run offers to erase it")
+		}
+	}
+	res, _ := browser.post(runPath(id, "/erase"), url.Values{"csrf_token": {"forged"}})
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("an erase without the form's CSRF token: %d, want 403", res.StatusCode)
+	}
+	a.Unchanged(t, id, before)
+	if a.Count(t, `SELECT COUNT(*) FROM runs WHERE erased_at IS NOT NULL`) != 0 {
+		t.Error("a refused erase erased a run")
+	}
+}
+
+// TestErasePagesWithoutScript: the run page of a settled run offers the
+// owner (and an admin, on someone else's run) an Erase button, which opens
+// a page of its own that asks first; its form erases the run and lands on
+// the history with a flash.
+func TestErasePagesWithoutScript(t *testing.T) {
+	a := newApp(t, 0)
+	for _, who := range []string{"owner", "admin"} {
+		t.Run(who, func(t *testing.T) {
+			paused := a.start(t, "refund", "owner", runtime.OriginInteractive)
+			a.Approve(t, paused)
+			id := paused.RunID
+			c := a.signIn(t, who)
+			_, body := c.get(runPath(id, ""))
+			doc := parsePage(t, body)
+			open := node(t, doc, "button", "data-testid", "erase-open")
+			if form := open.Parent; form == nil || form.Data != "form" {
+				t.Fatal("the Erase button is not in a form")
+			} else if action, _ := attrOf(form, "action"); action != runPath(id, "/erase") {
+				t.Errorf("the Erase button's form goes to %q", action)
+			}
+			if _, hidden := attrOf(node(t, doc, "div", "data-testid", "erase-confirm"), "hidden"); !hidden {
+				t.Error("the in-page confirmation shows without a script")
+			}
+
+			res, body := c.get(runPath(id, "/erase"))
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s: %d", runPath(id, "/erase"), res.StatusCode)
+			}
+			page := parsePage(t, body)
+			if q := textOf(node(t, page, "p", "data-testid", "erase-question")); !strings.Contains(q, "cannot be undone") {
+				t.Errorf("the question says %q", q)
+			}
+			form := node(t, page, "form", "data-testid", "erase-form")
+			if method, _ := attrOf(form, "method"); method != "post" {
+				t.Errorf("the erase form's method is %q", method)
+			}
+			if len(nodes(form, "input", "name", "csrf_token")) != 1 {
+				t.Error("the erase form carries no CSRF token")
+			}
+			if a.Count(t, `SELECT COUNT(*) FROM runs WHERE id = ? AND erased_at IS NULL`, id) != 1 {
+				t.Fatal("asking erased the run")
+			}
+
+			res, _ = c.post(runPath(id, "/erase"), url.Values{})
+			wantRedirect(t, res, "/runs")
+			_, body = c.get("/runs")
+			if m := flashText.FindStringSubmatch(body); m == nil || !strings.Contains(m[1], fmt.Sprintf("Run %d was erased", id)) {
+				t.Errorf("the history's flash = %v, want it to say run %d was erased", m, id)
+			}
+			var by int64
+			if err := a.DB.Get(&by, `SELECT erased_by FROM runs WHERE id = ?`, id); err != nil || by != a.Users[who].ID {
+				t.Errorf("erased_by = %d (%v), want %s's id", by, err, who)
+			}
+		})
+	}
 }
