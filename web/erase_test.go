@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/net/html"
@@ -533,5 +534,40 @@ func TestErasePagesWithoutScript(t *testing.T) {
 				t.Errorf("erased_by = %d (%v), want %s's id", by, err, who)
 			}
 		})
+	}
+}
+
+// TestEraseStorm: twenty erases of one run at once, by its owner and an
+// admin: exactly one erases it, every other is told 404 as for a missing
+// run, and the run is stamped once.
+func TestEraseStorm(t *testing.T) {
+	a := newApp(t, 0)
+	paused := a.start(t, "refund", "owner", runtime.OriginInteractive)
+	a.Approve(t, paused)
+	callers := []caller{a.bearer(t, "owner", runtime.ScopeRunCancel), a.bearer(t, "admin", runtime.ScopeRunCancel)}
+	const n = 20
+	statuses := make(chan int, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			statuses <- callers[i%2].call(t, a, http.MethodDelete, runPathAPI(paused.RunID, "?erase=true"), "", nil).status
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(statuses)
+	got := map[int]int{}
+	for s := range statuses {
+		got[s]++
+	}
+	if got[http.StatusOK] != 1 || got[http.StatusNotFound] != n-1 {
+		t.Errorf("answers by status = %v, want one 200 and %d 404", got, n-1)
+	}
+	if c := a.Count(t, `SELECT COUNT(*) FROM runs WHERE id = ? AND erased_at IS NOT NULL`, paused.RunID); c != 1 {
+		t.Errorf("the run is not erased")
 	}
 }
