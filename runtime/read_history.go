@@ -35,6 +35,10 @@ type ListedRun struct {
 	Configuration *Configuration
 	// MayRead: the viewer owns the run or is an admin.
 	MayRead bool
+	// Erased: the run's content was erased (see Engine.Erase). Run then
+	// carries its id, configuration, owner (for who may read it), status,
+	// times and ErasedAt, and no page of it exists.
+	Erased bool
 	// Decision is the viewer's latest decision about the run, if any.
 	Decision *ListedDecision
 }
@@ -85,9 +89,17 @@ func (e *Engine) History(ctx context.Context, actor Actor, q RunQuery) (RunPage,
 		if err != nil {
 			return RunPage{}, err
 		}
-		l := ListedRun{Configuration: cfg, MayRead: actor.MayRead(row.OwnerID)}
+		l := ListedRun{Configuration: cfg, MayRead: actor.MayRead(row.OwnerID), Erased: row.ErasedAt != nil}
 		run := row.Run
-		if l.MayRead {
+		if l.Erased {
+			// Nothing of its content is left to show, nor a page to open:
+			// only that it was, and when it was erased.
+			l.Run = &Run{ID: run.ID, ConfigurationID: run.ConfigurationID, OwnerID: run.OwnerID, OwnerName: run.OwnerName,
+				Status: run.Status, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt, ErasedAt: run.ErasedAt}
+			if !l.MayRead {
+				l.Run.OwnerID, l.Run.OwnerName = 0, ""
+			}
+		} else if l.MayRead {
 			l.Run = e.readable(&run)
 		} else {
 			l.Run = &Run{ID: run.ID, ConfigurationID: run.ConfigurationID, Status: run.Status,

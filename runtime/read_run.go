@@ -85,6 +85,10 @@ func (e *Engine) DecidedBy(ctx context.Context, runID int64, actor Actor) (Decid
 		return DecidedRun{}, err
 	}
 	run, err := e.store.Run(ctx, runID)
+	if errors.Is(err, ErrNotFound) {
+		// Erased since: its decisions stay, but the run is gone.
+		return DecidedRun{}, refuse(CodeNotFound, "no run %d", runID)
+	}
 	if err != nil {
 		return DecidedRun{}, err
 	}

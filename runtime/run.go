@@ -87,6 +87,11 @@ type Run struct {
 	// DecisionDeadline is when the pending turn expires, on the
 	// database's clock; nil without a deadline or while not waiting.
 	DecisionDeadline *time.Time `db:"decision_deadline"`
+	// ErasedAt and ErasedBy say when and by whom the run's content was
+	// erased (see Engine.Erase); nil while it has content. Only the
+	// history reads erased runs: every other read finds none.
+	ErasedAt *time.Time `db:"erased_at"`
+	ErasedBy *int64     `db:"erased_by"`
 	// OwnerName is the owner's user name, where a list reads it.
 	OwnerName string `db:"owner_name"`
 	// OwnerDeleted says the owner no longer exists, where the reads for a

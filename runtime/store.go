@@ -9,17 +9,18 @@ import (
 // Store is what the engine needs of the database. Every method that
 // changes a run is one transaction guarded by the run's status and, where a
 // lease is held, by the holder; a guard that changes no row is an error, so
-// no transition can be won twice. What a bulk decision (BulkStore) and
-// the followers' poll (FollowStore) need are named apart, beside the
-// code that uses them.
+// no transition can be won twice. What a bulk decision (BulkStore), the
+// followers' poll (FollowStore) and an erase (EraseStore) need are named
+// apart, beside the code that uses them.
 type Store interface {
 	BulkStore
 	FollowStore
+	EraseStore
 	// Configuration returns a configuration by id, or ErrNotFound.
 	Configuration(ctx context.Context, id int64) (*Configuration, error)
 	// ConfigurationByIdentifier returns a configuration, or ErrNotFound.
 	ConfigurationByIdentifier(ctx context.Context, identifier string) (*Configuration, error)
-	// Run returns a run, or ErrNotFound.
+	// Run returns a run, or ErrNotFound (also for an erased one).
 	Run(ctx context.Context, id int64) (*Run, error)
 	// RunSynced is Run as the whole cluster has it: on a multi-primary
 	// cluster it first waits until this node applied every commit made

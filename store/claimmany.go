@@ -38,7 +38,7 @@ func (s *Store) RunsForDecision(ctx context.Context, ids []int64) (map[int64]run
 	q, args, err := sqlx.In(`
 		SELECT r.*, c.active AS configuration_active, c.definition AS configuration_definition,
 			u.id IS NULL AS owner_deleted
-		FROM (SELECT `+runColumns+` FROM runs r WHERE r.id IN (?)) AS r
+		FROM (SELECT `+runColumns+` FROM runs r WHERE r.id IN (?) AND `+notErased+`) AS r
 		LEFT JOIN configurations c ON c.id = r.configuration_id
 		LEFT JOIN users u ON u.id = r.owner_id`, ids)
 	if err != nil {

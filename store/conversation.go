@@ -10,7 +10,7 @@ import (
 // StartTurn starts a settled run's next turn in one transaction and one
 // round trip. The UPDATE is the guard: it moves the run only while it is
 // settled at the turn the message was read at, so of many messages sent
-// at once exactly one starts a turn; the turn_started event's INSERT
+// at once exactly one starts a turn (and none an erased run's); the turn_started event's INSERT
 // carries a NULL run_id when it did not hold, and MySQL runs nothing of
 // the script after it. The last turn's answer and reason are cleared: the
 // run is not settled any more.
@@ -23,7 +23,7 @@ func (s *Store) StartTurn(ctx context.Context, t runtime.NextTurn) error {
 			answer = NULL, termination_reason = NULL, pending_effect = NULL, turn_digest = NULL,
 			pending_tools = NULL, waiting_since = NULL, decided_at = NULL, decision_deadline = NULL,
 			cancel_requested = 0, updated_at = NOW(6)
-		WHERE id = ? AND status IN ('completed', 'failed', 'cancelled') AND conversation_turn = ?`,
+		WHERE id = ? AND status IN ('completed', 'failed', 'cancelled') AND conversation_turn = ? AND erased_at IS NULL`,
 		t.Status, t.ConfigurationID, t.State, t.ClaimedBy, t.ClaimedBy, micros(t.Lease), t.RunID, t.From)
 	e := t.Event
 	sc.add(`INSERT INTO run_events (run_id, seq, turn, kind, round, duration_ms, payload)

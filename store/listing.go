@@ -63,7 +63,8 @@ func (s *Store) History(ctx context.Context, q runtime.HistoryQuery, limit int) 
 		where = append(where, "d.decided_at IS NOT NULL")
 	}
 	if q.Status != "" {
-		where, args = append(where, "r.status = ?"), append(args, q.Status)
+		// An erased run is no longer in any status a reader filters by.
+		where, args = append(where, "r.status = ? AND r.erased_at IS NULL"), append(args, q.Status)
 	}
 	if q.ConfigurationID != 0 {
 		where, args = append(where, "r.configuration_id = ?"), append(args, q.ConfigurationID)

@@ -20,9 +20,13 @@ const runColumns = `r.id, r.configuration_id, r.owner_id, r.origin, r.status, r.
 	r.lease_expires_at, COALESCE(r.pending_effect, '') AS pending_effect, r.cancel_requested,
 	COALESCE(r.termination_reason, '') AS termination_reason, r.prompt, COALESCE(r.answer, '') AS answer,
 	r.iterations, r.input_tokens, r.output_tokens, r.created_at, r.updated_at, r.waiting_since,
-	r.decision_deadline`
+	r.decision_deadline, r.erased_at, r.erased_by`
 
-// Run returns a run, or runtime.ErrNotFound.
+// notErased keeps erased runs (see EraseRun) out of a read of runs r:
+// but for the history, an erased run reads as one that does not exist.
+const notErased = `r.erased_at IS NULL`
+
+// Run returns a run, or runtime.ErrNotFound, also for an erased run.
 func (s *Store) Run(ctx context.Context, id int64) (*runtime.Run, error) {
 	return s.run(ctx, s.db, id)
 }
@@ -31,7 +35,7 @@ func (s *Store) Run(ctx context.Context, id int64) (*runtime.Run, error) {
 // that wait for a cluster (see RunSynced).
 func (s *Store) run(ctx context.Context, db *sqlx.DB, id int64) (*runtime.Run, error) {
 	var r runtime.Run
-	err := db.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs r WHERE r.id = ?`, id)
+	err := db.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs r WHERE r.id = ? AND `+notErased, id)
 	if err != nil {
 		return nil, notFound(fmt.Sprintf("run %d", id), err)
 	}
@@ -41,7 +45,7 @@ func (s *Store) run(ctx context.Context, db *sqlx.DB, id int64) (*runtime.Run, e
 // RunForDecision returns a run with its configuration in one round trip,
 // for the decision pipeline, which needs both before its claim, and
 // whether its owner still exists; the configuration is nil when it no
-// longer exists. runtime.ErrNotFound for no run.
+// longer exists. runtime.ErrNotFound for no run, or an erased one.
 func (s *Store) RunForDecision(ctx context.Context, id int64) (*runtime.Run, *runtime.Configuration, error) {
 	var row struct {
 		runtime.Run
@@ -51,7 +55,7 @@ func (s *Store) RunForDecision(ctx context.Context, id int64) (*runtime.Run, *ru
 	err := s.db.GetContext(ctx, &row, `
 		SELECT r.*, c.active AS configuration_active, c.definition AS configuration_definition,
 			u.id IS NULL AS owner_deleted
-		FROM (SELECT `+runColumns+` FROM runs r WHERE r.id = ?) AS r
+		FROM (SELECT `+runColumns+` FROM runs r WHERE r.id = ? AND `+notErased+`) AS r
 		LEFT JOIN configurations c ON c.id = r.configuration_id
 		LEFT JOIN users u ON u.id = r.owner_id`, id)
 	if err != nil {

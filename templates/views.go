@@ -245,6 +245,8 @@ type RunSummary struct {
 	CanFollowUp bool
 	// FollowUp is a refused follow-up's text, shown in the form again.
 	FollowUp string
+	// CanErase: the run is settled and the user may erase it.
+	CanErase bool
 }
 
 // HistoryPage is one page of the runs the user may see, newest first.

@@ -128,6 +128,9 @@ type listedRunJSON struct {
 	UpdatedAt     string        `json:"updated_at"`
 	Run           *runJSON      `json:"run,omitempty"`
 	Decision      *decisionJSON `json:"your_decision,omitempty"`
+	// ErasedAt is when the run's content was erased (then there is no
+	// run, and no termination_reason); absent while it has content.
+	ErasedAt *string `json:"erased_at,omitempty"`
 }
 
 type decisionJSON struct {
@@ -157,7 +160,11 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		j := listedRunJSON{ID: l.Run.ID, Configuration: l.Configuration.Identifier, Status: string(l.Run.Status),
 			Reason: l.Run.TerminationReason, CreatedAt: l.Run.CreatedAt.UTC().Format(timeFormat),
 			UpdatedAt: l.Run.UpdatedAt.UTC().Format(timeFormat)}
-		if l.MayRead {
+		if l.Erased {
+			// Only that it was, and when it was erased: no content, and no
+			// run to GET.
+			j.Status, j.ErasedAt, j.Reason = "erased", apiTime(l.Run.ErasedAt), ""
+		} else if l.MayRead {
 			full := toRunJSON(l.Run, l.Configuration.Identifier)
 			j.Run = &full
 		}

@@ -131,6 +131,9 @@ func TestStrangerLearnsNothing(t *testing.T) {
 		{"API run", apiCall(api, http.MethodGet, "", nil, nil)},
 		{"API events", apiCall(api, http.MethodGet, "/events?follow=false", nil, nil)},
 		{"API cancel", apiCall(api, http.MethodDelete, "", nil, nil)},
+		{"erase question", htmlGet(func(id int64) string { return runPath(id, "/erase") })},
+		{"erase form", htmlPost(func(id int64) string { return runPath(id, "/erase") }, func(string) url.Values { return url.Values{} })},
+		{"API erase", apiCall(api, http.MethodDelete, "?erase=true", nil, nil)},
 	}
 
 	for _, s := range surfaces {

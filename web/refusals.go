@@ -65,6 +65,7 @@ var answers = map[runtime.Code]answer{
 	runtime.CodeAlreadyResuming:       {http.StatusSeeOther, http.StatusConflict, "Run %[1]d is already being resumed."},
 	runtime.CodeRunBusy:               {http.StatusSeeOther, http.StatusConflict, "Run %[1]d is still answering; send your message once its turn has ended."},
 	runtime.CodeInvalidRequest:        {http.StatusSeeOther, http.StatusBadRequest, "Run %[1]d: %[2]s."},
+	runtime.CodeNotSettled:            {http.StatusSeeOther, http.StatusConflict, "Run %[1]d has not settled: only a settled run can be erased."},
 	codeInvalidBulk:                   {html: http.StatusBadRequest, api: http.StatusBadRequest},
 	codeBusy:                          {html: http.StatusServiceUnavailable, api: http.StatusServiceUnavailable},
 	codeNotReady:                      {html: http.StatusServiceUnavailable, api: http.StatusServiceUnavailable},

@@ -112,6 +112,11 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		if l.MayRead {
 			row.Owner = l.Run.OwnerName
 		}
+		if l.Erased {
+			// A state a person reads, with nothing of what it said, and no
+			// page to open.
+			row.Status, row.Reason, row.CanOpen = "erased", "", false
+		}
 		if l.Decision != nil {
 			row.Decision = decisionVerb(l.Decision.Kind)
 			row.DecidedAt = l.Decision.DecidedAt

@@ -23,6 +23,7 @@ type Engine interface {
 	DecideMany(ctx context.Context, reqs []runtime.DecideRequest, choose runtime.PathChooser) []runtime.Decided
 	SubmitInput(ctx context.Context, req runtime.InputRequest) (*runtime.Continuation, error)
 	Cancel(ctx context.Context, runID int64, actor runtime.Actor) (runtime.CancelResult, error)
+	Erase(ctx context.Context, runID int64, actor runtime.Actor) (runtime.Erased, error)
 	Pending(ctx context.Context, actor runtime.Actor, q runtime.WaitingQuery) (runtime.PendingPage, error)
 	PendingOne(ctx context.Context, runID int64, actor runtime.Actor) (runtime.PendingRun, error)
 	DecidedBy(ctx context.Context, runID int64, actor runtime.Actor) (runtime.DecidedRun, error)
@@ -228,6 +229,8 @@ func (s *Server) Handler() http.Handler {
 	r.GET("/runs/:id", s.signedIn(s.run))
 	r.POST("/runs/:id/cancel", s.signedIn(s.form(s.cancel)))
 	r.POST("/runs/:id/messages", s.signedIn(s.form(s.pageMessage)))
+	r.GET("/runs/:id/erase", s.signedIn(s.eraseConfirm))
+	r.POST("/runs/:id/erase", s.signedIn(s.form(s.erase)))
 
 	r.GET("/playground", s.signedIn(s.admin(s.playground)))
 	r.POST("/playground/runs", s.signedIn(s.form(s.admin(s.playgroundStart))))
@@ -239,7 +242,7 @@ func (s *Server) Handler() http.Handler {
 	r.POST("/api/runs", s.api(runtime.ScopeRunStart, s.apiStartRun))
 	r.GET("/api/runs", s.api(runtime.ScopeRunRead, s.apiRuns))
 	r.GET("/api/runs/:id", s.api(runtime.ScopeRunRead, s.apiRun))
-	r.DELETE("/api/runs/:id", s.api(runtime.ScopeRunCancel, s.apiCancel))
+	r.DELETE("/api/runs/:id", s.api(runtime.ScopeRunCancel, s.apiDeleteRun))
 	r.GET("/api/runs/:id/events", s.apiStream(runtime.ScopeRunRead, s.apiEvents))
 	r.POST("/api/runs/:id/messages", s.api(runtime.ScopeRunStart, s.apiMessage))
 	r.POST("/api/runs/:id/decisions", s.api(runtime.ScopeRunDecide, s.apiDecide))
