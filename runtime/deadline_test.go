@@ -297,3 +297,24 @@ func TestApproversRacingTheDeadline(t *testing.T) {
 	}
 	t.Logf("winners over the rounds: %v", won)
 }
+
+// TestFollowUpTurnExpires: a later turn's pause has its own deadline, and
+// a worker denies it by nobody when it passes, as it does a first turn's.
+func TestFollowUpTurnExpires(t *testing.T) {
+	f := newFixture(t, 0, expiringYAML)
+	paused, _ := f.Waiting(t, "expiring")
+	f.Approve(t, paused)
+	second := f.followUp(t, paused.RunID, f.owner, "and refund "+f.Order(t))
+	if r := f.Run(t, paused.RunID); r.DecisionDeadline == nil || r.ConversationTurn != 2 {
+		t.Fatalf("turn 2 waits with deadline %v at turn %d, want one at turn 2", r.DecisionDeadline, r.ConversationTurn)
+	}
+	work(t, f.engine(0), 1)
+	done := f.WaitStatus(t, paused.RunID, runtime.StatusCompleted, 10*time.Second)
+	ds := decisionRows(t, f, paused.RunID)
+	if len(ds) != 2 || ds[1].Digest != second.Digest || ds[1].Path != runtime.PathExpiry || ds[1].DecidedBy != nil {
+		t.Errorf("decisions = %+v, want turn 2's denied by nobody on expiry", ds)
+	}
+	if done.Answer != "MARKER-NOT-REFUNDED" {
+		t.Errorf("turn 2's answer = %q, want the script's answer to a denial", done.Answer)
+	}
+}

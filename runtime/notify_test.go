@@ -292,3 +292,27 @@ func TestNoNotificationForAStepThatDidNotCommit(t *testing.T) {
 		t.Errorf("the won claim wrote %d notifications, want 1", n)
 	}
 }
+
+// TestEveryTurnNotifies: a follow-up's turn tells of its pause and its
+// settle as the first turn did, with the turn's own digest.
+func TestEveryTurnNotifies(t *testing.T) {
+	w := notifyWorld(t, notifyYAML("told", runtime.PrivacyMetadata, ""))
+	paused, _ := w.Waiting(t, "told")
+	w.Approve(t, paused)
+	before := len(w.Outbox(t, paused.RunID))
+	c, err := w.Engine.SendMessage(context.Background(), runtime.MessageRequest{RunID: paused.RunID,
+		Content: "and " + w.Order(t) + "?", Actor: w.Actor("owner")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := c.Run(context.Background(), nil)
+	rows := w.Outbox(t, paused.RunID)[before:]
+	if len(rows) != 2 || rows[0].Event != runtime.EventRunWaiting || decodeBody(t, rows[0].Body).Data["turn_digest"] != second.Digest {
+		t.Fatalf("turn 2's notifications at its pause = %+v, want run.waiting with its digest %s", rows, second.Digest)
+	}
+	w.Approve(t, second)
+	rows = w.Outbox(t, paused.RunID)[before:]
+	if len(rows) != 3 || rows[2].Event != runtime.EventRunSettled {
+		t.Errorf("turn 2's notifications = %+v, want its run.settled last", rows)
+	}
+}

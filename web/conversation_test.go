@@ -1,7 +1,9 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/seal"
 )
 
 // settledRun starts a refund run owned by owner and approves it, so that
@@ -150,5 +153,35 @@ func TestRunPageFollowUpWithoutScript(t *testing.T) {
 	res, _ = a.signIn(t, "other").post(runPath(paused.RunID, "/messages"), url.Values{"content": {"hi"}})
 	if res.StatusCode != http.StatusNotFound {
 		t.Errorf("a stranger's follow-up: %d, want 404", res.StatusCode)
+	}
+}
+
+// TestFollowUpSealed: with state keys set a follow-up's message is stored
+// sealed wherever it is kept (the transcript, the turn_started event, the
+// checkpoint), and reads back on the run page for its owner.
+func TestFollowUpSealed(t *testing.T) {
+	keys, err := seal.Parse("A:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xA1}, 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAppWith(t, 0, appEngine{sealer: keys})
+	id := a.settledRun(t, "owner")
+	const marker = "SEALED-FOLLOWUP-7d1c"
+	a.bearer(t, "owner", "run:start", "run:read").call(t, a, http.MethodPost, runPathAPI(id, "/messages"),
+		`{"content":"now refund ORD-1002 too `+marker+`"}`, nil).wantKeys(t, http.StatusCreated, "run")
+	for _, q := range []string{
+		`SELECT COUNT(*) FROM run_messages WHERE run_id = ? AND INSTR(body, ?) > 0`,
+		`SELECT COUNT(*) FROM run_events WHERE run_id = ? AND INSTR(payload, ?) > 0`,
+		`SELECT COUNT(*) FROM runs WHERE id = ? AND INSTR(state, ?) > 0`,
+	} {
+		if n := a.Count(t, q, id, marker); n != 0 {
+			t.Errorf("%s: %d rows hold the message in plain text", q, n)
+		}
+	}
+	if n := a.Count(t, `SELECT COUNT(*) FROM run_messages WHERE run_id = ? AND turn = 2`, id); n == 0 {
+		t.Error("turn 2 stored no message")
+	}
+	if _, page := a.signIn(t, "owner").get(runPath(id, "")); !strings.Contains(page, `data-testid="step-turn" data-turn="2"`) {
+		t.Errorf("the run page does not show turn 2")
 	}
 }
