@@ -17,8 +17,8 @@ type State struct {
 	Iterations int       `json:"iterations"`
 	// FirstRound is Iterations when the conversation's current turn
 	// started: max_iterations bounds the rounds of one turn.
-	FirstRound int `json:"first_round,omitempty"`
-	Usage      Usage     `json:"usage"`
+	FirstRound int   `json:"first_round,omitempty"`
+	Usage      Usage `json:"usage"`
 	// Pending is the turn the run waits on; nil while it runs.
 	Pending *PendingTurn `json:"pending,omitempty"`
 	// Verdicts holds the decision about each call that needed one, by call id.
