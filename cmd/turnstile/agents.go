@@ -96,7 +96,9 @@ func (f agentFiles) ApplyAgent(ctx context.Context, identifier string, data []by
 	}
 	var warnings []runtime.LineMessage
 	for sc := bufio.NewScanner(&warned); sc.Scan(); {
-		warnings = append(warnings, lineMessage(sc.Text()))
+		w := lineMessage(sc.Text())
+		w.Message = strings.TrimPrefix(w.Message, "warning: ")
+		warnings = append(warnings, w)
 	}
 	return runtime.AppliedAgent{Agent: agent, Outcome: outcome, Warnings: warnings}, nil
 }
