@@ -74,8 +74,8 @@ func (s *Store) SaveConfiguration(ctx context.Context, c *runtime.Configuration)
 	// VALUES() is deprecated on MySQL 8 but is the one upsert spelling
 	// that MariaDB and MySQL both accept. version comes first: assignments
 	// run left to right and see the ones before them, so it must compare
-	// the old definition with the new, byte for byte (not by the column's
-	// collation, which takes "Done" for "done").
+	// the old definition with the new, byte for byte (the table is
+	// utf8mb4_bin; BINARY keeps it so under any collation).
 	_, err = s.db.ExecContext(ctx, `
 		INSERT INTO configurations (identifier, name, active, provider, model, system_prompt,
 			max_iterations, require_second_approver, privacy_level, definition)
