@@ -153,6 +153,14 @@ func TestAgentsOverHTTP(t *testing.T) {
 			t.Errorf("GET /api/agents: helper = %+v, want Helper, its description, [lookup_order], version 1, no active", got)
 		}
 	}
+	// A signed-in session lists them too, and may not manage them.
+	session := signIn(t, b.addr, "owner")
+	if status, body := session.get(t, "/api/agents"); status != http.StatusOK || !strings.Contains(body, `"identifier":"helper"`) {
+		t.Errorf("GET /api/agents with a session = %d %s, want 200 listing helper", status, body)
+	}
+	if status, body := session.get(t, "/api/agents/helper"); status != http.StatusForbidden || !strings.Contains(body, "admins_only") {
+		t.Errorf("GET /api/agents/helper with a non-admin's session = %d %s, want 403 admins_only", status, body)
+	}
 	if got := startHelper(t, b, admin); got.status != http.StatusCreated || !strings.Contains(string(got.body), "Answer one.") {
 		t.Fatalf("first run = %d %s, want 201 with Answer one.", got.status, got.body)
 	}
