@@ -23,9 +23,11 @@ const (
 
 // Configuration is an agent: its provider, prompt, tools and rules.
 type Configuration struct {
-	ID                    int64                 `json:"-" yaml:"-"`
-	Identifier            string                `json:"identifier" yaml:"identifier"`
-	Name                  string                `json:"name" yaml:"name"`
+	ID         int64  `json:"-" yaml:"-"`
+	Identifier string `json:"identifier" yaml:"identifier"`
+	Name       string `json:"name" yaml:"name"`
+	// Description tells people what the agent is for (GET /api/agents).
+	Description           string                `json:"description,omitempty" yaml:"description"`
 	Active                bool                  `json:"active" yaml:"active"`
 	Provider              ProviderSpec          `json:"provider" yaml:"provider"`
 	SystemPrompt          string                `json:"system_prompt,omitempty" yaml:"system_prompt"`

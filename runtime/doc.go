@@ -36,6 +36,7 @@
 //	notify.go, notify_check.go, notify_deliveries.go
 //	                                notifications written in a step's commit, their configuration, what operators see
 //	configuration.go, env.go        agent configurations; the environment variables no configuration may read
+//	agent.go                        a configuration with its version, a file applied, its errors by line (/api/agents)
 //	user.go, user_delete.go         users, scopes, and deleting a user with everything of theirs
 //	tool.go, provider.go, validator.go, store.go, metrics.go, errors.go, jsonvalue.go
 //	                                what the engine needs of others, and its errors

@@ -33,11 +33,14 @@ const (
 	ScopeRunRead   = "run:read"
 	ScopeRunDecide = "run:decide"
 	ScopeRunCancel = "run:cancel"
+	// ScopeAgentsWrite lets an admin's token read, store and switch off
+	// configurations over HTTP (PUT, GET and DELETE /api/agents/:identifier).
+	ScopeAgentsWrite = "agents:write"
 )
 
 // AllScopes returns every scope a token may carry, in a fixed order.
 func AllScopes() []string {
-	return []string{ScopeRunStart, ScopeRunRead, ScopeRunDecide, ScopeRunCancel}
+	return []string{ScopeRunStart, ScopeRunRead, ScopeRunDecide, ScopeRunCancel, ScopeAgentsWrite}
 }
 
 // ErrTokenInvalid is what authenticating a bearer token fails with for a

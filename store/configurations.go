@@ -72,12 +72,17 @@ func (s *Store) SaveConfiguration(ctx context.Context, c *runtime.Configuration)
 		return fmt.Errorf("store: save configuration %q: %w", c.Identifier, err)
 	}
 	// VALUES() is deprecated on MySQL 8 but is the one upsert spelling
-	// that MariaDB and MySQL both accept.
+	// that MariaDB and MySQL both accept. version comes first: assignments
+	// run left to right and see the ones before them, so it must compare
+	// the old definition with the new, byte for byte (the table is
+	// utf8mb4_bin; BINARY keeps it so under any collation).
 	_, err = s.db.ExecContext(ctx, `
 		INSERT INTO configurations (identifier, name, active, provider, model, system_prompt,
 			max_iterations, require_second_approver, privacy_level, definition)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON DUPLICATE KEY UPDATE name = VALUES(name), active = VALUES(active),
+		ON DUPLICATE KEY UPDATE
+			version = IF(BINARY definition = BINARY VALUES(definition), version, version + 1),
+			name = VALUES(name), active = VALUES(active),
 			provider = VALUES(provider), model = VALUES(model), system_prompt = VALUES(system_prompt),
 			max_iterations = VALUES(max_iterations),
 			require_second_approver = VALUES(require_second_approver),

@@ -13,6 +13,10 @@ import (
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
+// anyScope is the scope of a route any valid token may call, whatever
+// scopes it carries (GET /api/agents).
+const anyScope = ""
+
 // apiHandle is a JSON API handler that knows who asks.
 type apiHandle func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor)
 
@@ -68,7 +72,7 @@ func (s *Server) apiActor(w http.ResponseWriter, r *http.Request, scope string) 
 		if err != nil {
 			return runtime.Actor{}, err
 		}
-		if !slices.Contains(scopes, scope) {
+		if scope != anyScope && !slices.Contains(scopes, scope) {
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="turnstile", error="insufficient_scope", scope=%q`, scope))
 			return runtime.Actor{}, &runtime.Refusal{Code: codeInsufficientScope,
 				Message: fmt.Sprintf("this token lacks the %s scope this route needs; create one with --scopes %s", scope, scope)}

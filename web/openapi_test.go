@@ -39,12 +39,17 @@ var apiRoutes = []struct{ method, path, scope string }{
 	{http.MethodPost, "/api/runs/:id/decisions", runtime.ScopeRunDecide},
 	{http.MethodPost, "/api/runs/:id/input", runtime.ScopeRunDecide},
 	{http.MethodPost, "/api/decisions", runtime.ScopeRunDecide},
+	{http.MethodGet, "/api/agents", ""},
+	{http.MethodPut, "/api/agents/:identifier", runtime.ScopeAgentsWrite},
+	{http.MethodGet, "/api/agents/:identifier", runtime.ScopeAgentsWrite},
+	{http.MethodDelete, "/api/agents/:identifier", runtime.ScopeAgentsWrite},
 }
 
 // scopeConstants maps the names the router uses to scopes.
 var scopeConstants = map[string]string{
 	"ScopeRunStart": runtime.ScopeRunStart, "ScopeRunRead": runtime.ScopeRunRead,
 	"ScopeRunDecide": runtime.ScopeRunDecide, "ScopeRunCancel": runtime.ScopeRunCancel,
+	"ScopeAgentsWrite": runtime.ScopeAgentsWrite,
 }
 
 // routeKey names a route as "METHOD /path/{param}".
@@ -220,7 +225,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 
 	// The router itself: each route is there, and answers no other method.
 	for _, r := range apiRoutes {
-		path := strings.ReplaceAll(r.path, ":id", "1")
+		path := strings.ReplaceAll(strings.ReplaceAll(r.path, ":id", "1"), ":identifier", "x")
 		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 			req, _ := http.NewRequest(m, srv.URL+path, nil)
 			res, err := http.DefaultClient.Do(req)

@@ -74,6 +74,9 @@ var answers = map[runtime.Code]answer{
 	codeUnauthorized:                  {html: http.StatusUnauthorized, api: http.StatusUnauthorized},
 	codeInsufficientScope:             {html: http.StatusForbidden, api: http.StatusForbidden},
 	runtime.CodeTooManyRequests:       {html: http.StatusTooManyRequests, api: http.StatusTooManyRequests},
+	codeInvalidConfiguration:          {html: http.StatusUnprocessableEntity, api: http.StatusUnprocessableEntity},
+	codeUnsupportedMediaType:          {html: http.StatusUnsupportedMediaType, api: http.StatusUnsupportedMediaType},
+	codeAdminsOnly:                    {html: http.StatusForbidden, api: http.StatusForbidden},
 }
 
 // errBusy refuses a decision when every continuation slot is taken and no
@@ -91,7 +94,14 @@ var errTooLarge = &runtime.Refusal{Code: codeTooLarge, Message: fmt.Sprintf("the
 // no run), as the table says.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sf surface, id int64, err error) {
 	var ref *runtime.Refusal
+	// lines are the errors of a configuration file, each with its line.
+	var lines []runtime.LineMessage
+	var cfgErr *runtime.ConfigurationError
 	switch {
+	case errors.As(err, &cfgErr):
+		lines = cfgErr.Lines
+		ref = &runtime.Refusal{Code: codeInvalidConfiguration,
+			Message: fmt.Sprintf("the configuration file has %d error(s); nothing was stored", len(lines))}
 	case errors.As(err, &ref):
 	case errors.Is(err, runtime.ErrNotFound):
 		ref = &runtime.Refusal{Code: runtime.CodeNotFound, Message: fmt.Sprintf("no run %d", id)}
@@ -122,6 +132,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, sf surface, id i
 		e := map[string]any{"code": ref.Code, "message": ref.Message}
 		if len(ref.Fields) > 0 {
 			e["fields"] = ref.Fields
+		}
+		if len(lines) > 0 {
+			e["fields"] = lines
 		}
 		if ref.Digest != "" {
 			e["turn_digest"] = ref.Digest

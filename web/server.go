@@ -88,12 +88,14 @@ type Readiness interface {
 
 // Deps are the server's dependencies.
 type Deps struct {
-	Logger   *slog.Logger
-	Ready    Readiness
-	Engine   Engine
-	Users    Users
-	Tokens   Tokens // bearer tokens of the JSON API; nil refuses every one
-	Catalog  Catalog
+	Logger  *slog.Logger
+	Ready   Readiness
+	Engine  Engine
+	Users   Users
+	Tokens  Tokens // bearer tokens of the JSON API; nil refuses every one
+	Catalog Catalog
+	// Agents serve /api/agents (web/agents.go); nil answers 404 there.
+	Agents   Agents
 	Events   EventLog
 	Sessions *scs.SessionManager
 	// Keepalive is the longest a stream stays silent; DefaultKeepalive
@@ -144,6 +146,7 @@ type Server struct {
 	users        Users
 	tokens       Tokens
 	catalog      Catalog
+	agents       Agents
 	events       EventLog
 	sessions     *scs.SessionManager
 	keepalive    time.Duration
@@ -174,7 +177,7 @@ type Server struct {
 
 // New returns a server.
 func New(d Deps) *Server {
-	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, catalog: d.Catalog, events: d.Events, sessions: d.Sessions,
+	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, catalog: d.Catalog, agents: d.Agents, events: d.Events, sessions: d.Sessions,
 		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout,
 		admission: newAdmission(d.DecisionPath, d.MaxContinuations, d.Workers), metrics: d.Metrics,
 		guard: newLoginGuard(), userLimits: newUserLimits(d.MaxUserRequests, d.MaxUserStreams), trustedProxies: d.TrustedProxies,
@@ -187,6 +190,9 @@ func New(d Deps) *Server {
 	}
 	s.at.inbox, s.at.playground, s.at.api = inboxSurface{s}, playgroundSurface{s}, apiSurface{s}
 	s.at.history = pageSurface{history: true}
+	if s.agents == nil {
+		s.agents = noAgents{}
+	}
 	if s.metrics == nil {
 		s.metrics = noMetrics{}
 	}
@@ -248,6 +254,10 @@ func (s *Server) Handler() http.Handler {
 	r.POST("/api/runs/:id/decisions", s.api(runtime.ScopeRunDecide, s.apiDecide))
 	r.POST("/api/runs/:id/input", s.api(runtime.ScopeRunDecide, s.apiInput))
 	r.POST("/api/decisions", s.api(runtime.ScopeRunDecide, s.apiBulk))
+	r.GET("/api/agents", s.api(anyScope, s.apiAgents))
+	r.PUT("/api/agents/:identifier", s.api(runtime.ScopeAgentsWrite, s.adminAgent(s.apiPutAgent)))
+	r.GET("/api/agents/:identifier", s.api(runtime.ScopeAgentsWrite, s.adminAgent(s.apiGetAgent)))
+	r.DELETE("/api/agents/:identifier", s.api(runtime.ScopeAgentsWrite, s.adminAgent(s.apiDeleteAgent)))
 
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") {

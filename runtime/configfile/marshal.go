@@ -15,6 +15,7 @@ import (
 type file struct {
 	Identifier            string                `yaml:"identifier"`
 	Name                  string                `yaml:"name"`
+	Description           string                `yaml:"description,omitempty"`
 	Active                bool                  `yaml:"active"`
 	Provider              provider              `yaml:"provider"`
 	SystemPrompt          string                `yaml:"system_prompt,omitempty"`
@@ -72,6 +73,7 @@ func Marshal(cfg *runtime.Configuration) ([]byte, error) {
 	f := file{
 		Identifier:            cfg.Identifier,
 		Name:                  cfg.Name,
+		Description:           cfg.Description,
 		Active:                cfg.Active,
 		SystemPrompt:          cfg.SystemPrompt,
 		Tools:                 cfg.Tools,
