@@ -15,6 +15,7 @@ import (
 type Store interface {
 	BulkStore
 	FollowStore
+	MessageStore
 	// Configuration returns a configuration by id, or ErrNotFound.
 	Configuration(ctx context.Context, id int64) (*Configuration, error)
 	// ConfigurationByIdentifier returns a configuration, or ErrNotFound.
