@@ -50,7 +50,7 @@ type ConversationMessage struct {
 	// 0, the size of a text the privacy level does not show.
 	Text         string
 	TextWithheld int
-	Calls []ConversationCall
+	Calls        []ConversationCall
 	// Result is a tool's answer, for a tool message.
 	Result *ConversationResult
 	At     time.Time
