@@ -35,6 +35,7 @@ var apiRoutes = []struct{ method, path, scope string }{
 	{http.MethodGet, "/api/runs/:id", runtime.ScopeRunRead},
 	{http.MethodDelete, "/api/runs/:id", runtime.ScopeRunCancel},
 	{http.MethodGet, "/api/runs/:id/events", runtime.ScopeRunRead},
+	{http.MethodGet, "/api/runs/:id/messages", runtime.ScopeRunRead},
 	{http.MethodPost, "/api/runs/:id/decisions", runtime.ScopeRunDecide},
 	{http.MethodPost, "/api/runs/:id/input", runtime.ScopeRunDecide},
 	{http.MethodPost, "/api/decisions", runtime.ScopeRunDecide},
