@@ -130,6 +130,10 @@ func TestStrangerLearnsNothing(t *testing.T) {
 		{"API input", apiCall(api, http.MethodPost, "/input", input, nil)},
 		{"API run", apiCall(api, http.MethodGet, "", nil, nil)},
 		{"API events", apiCall(api, http.MethodGet, "/events?follow=false", nil, nil)},
+		{"API messages", apiCall(api, http.MethodGet, "/messages", nil, nil)},
+		{"API messages, a page on", apiCall(api, http.MethodGet, "/messages?limit=1&after=bTE", nil, nil)},
+		{"API messages by session", apiCall(session, http.MethodGet, "/messages", nil, nil)},
+		{"run page, earlier turns", htmlGet(func(id int64) string { return runPath(id, "?before_turn=2") })},
 		{"API cancel", apiCall(api, http.MethodDelete, "", nil, nil)},
 	}
 
