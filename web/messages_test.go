@@ -40,8 +40,8 @@ tools: [lookup_order, refund_order]
 
 // message is a message of GET /api/runs/:id/messages.
 type message struct {
-	ID           int    `json:"id"`
-	Turn         int    `json:"turn"`
+	ID           int `json:"id"`
+	Turn         int `json:"turn"`
 	Role         *string
 	Content      *string `json:"content"`
 	ContentBytes *int    `json:"content_bytes"`
