@@ -53,7 +53,14 @@ func TestConversationRenders(t *testing.T) {
 			{ID: 11, Role: "tool", Result: &ConversationResult{CallID: "c1", Tool: "lookup_order", Error: true,
 				Value: Readable{Withheld: true, Size: 40}}, At: at},
 		}}}}
+	long := ReadableValue(`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7}`)
+	c.Turns[0].Messages = append(c.Turns[0].Messages, ConversationMessage{ID: 12, Role: "tool",
+		Result: &ConversationResult{CallID: "c2", Tool: "lookup_order", Value: long}})
 	raw, doc := htmltest.Render(t, conversation(c))
+	fold := htmltest.One(t, doc, "a long result folded", htmltest.Is("details", "data-testid", "result-fold"))
+	if got := htmltest.Text(htmltest.One(t, fold, "its summary", htmltest.Is("summary"))); got != "result · 7 fields" {
+		t.Errorf("fold summary %q", got)
+	}
 	if got := htmltest.Text(htmltest.One(t, doc, "heading", htmltest.Is("h3"))); got != "Turn 3" {
 		t.Errorf("heading %q", got)
 	}

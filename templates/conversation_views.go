@@ -91,6 +91,23 @@ type ReadableField struct {
 // Empty reports whether there is nothing to show: an empty object, say.
 func (r Readable) Empty() bool { return !r.Withheld && len(r.Fields) == 0 && r.Text == "" }
 
+// foldAt is how many fields or lines a result shows before it folds.
+const foldAt = 6
+
+// Long reports whether a value is long enough to fold: more than foldAt
+// fields or lines.
+func (r Readable) Long() bool {
+	return len(r.Fields) > foldAt || strings.Count(r.Text, "\n") >= foldAt
+}
+
+// summaryText is a folded value's summary: "result · 9 fields".
+func summaryText(what string, r Readable) string {
+	if len(r.Fields) > 0 {
+		return what + " · " + plural(len(r.Fields), "field", "fields")
+	}
+	return what + " · " + plural(strings.Count(strings.TrimRight(r.Text, "\n"), "\n")+1, "line", "lines")
+}
+
 // ReadableValue shapes a value for people. v is a string (a tool's result,
 // read as JSON when it is an object or a list), a json.RawMessage (a
 // call's arguments), or a decoded JSON value (what redaction leaves).
