@@ -16,6 +16,7 @@ type Store interface {
 	BulkStore
 	FollowStore
 	EraseStore
+	MessageStore
 	// Configuration returns a configuration by id, or ErrNotFound.
 	Configuration(ctx context.Context, id int64) (*Configuration, error)
 	// ConfigurationByIdentifier returns a configuration, or ErrNotFound.

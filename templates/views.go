@@ -215,6 +215,9 @@ type Field struct {
 type RunPage struct {
 	Page
 	Run RunSummary
+	// Conversation is the run's transcript, turn by turn (see
+	// conversation.templ).
+	Conversation Conversation
 	// Events are the run's stored events, shaped for display.
 	Events []TimelineEvent
 	// FailedDeliveries are the run's notifications the workers gave up

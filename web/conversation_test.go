@@ -185,3 +185,29 @@ func TestFollowUpSealed(t *testing.T) {
 		t.Errorf("the run page does not show turn 2")
 	}
 }
+
+// TestFollowUpReadsAsAConversation: after a real follow-up, the messages
+// API pages both turns, turn 2 opening with the person's message, and the
+// run page shows the conversation's turn 2 above its form.
+func TestFollowUpReadsAsAConversation(t *testing.T) {
+	a := newApp(t, 0)
+	id := a.settledRun(t, "owner")
+	owner := a.bearer(t, "owner", "run:start", "run:read")
+	owner.call(t, a, http.MethodPost, runPathAPI(id, "/messages"), `{"content":"now refund ORD-1002 too"}`, nil).
+		wantKeys(t, http.StatusCreated, "run")
+	list := owner.call(t, a, http.MethodGet, runPathAPI(id, "/messages?limit=200"), "", nil).wantKeys(t, http.StatusOK, "messages")
+	var turn2 []map[string]any
+	for _, m := range list["messages"].([]any) {
+		if m := m.(map[string]any); m["turn"] == float64(2) {
+			turn2 = append(turn2, m)
+		}
+	}
+	if len(turn2) < 2 || turn2[0]["role"] != "user" || turn2[0]["content"] != "now refund ORD-1002 too" || turn2[1]["role"] != "assistant" {
+		t.Errorf("turn 2's messages = %v, want the person's message, then the model's", turn2)
+	}
+	_, page := a.signIn(t, "owner").get(runPath(id, ""))
+	conv, form := strings.Index(page, `data-testid="conversation"`), strings.Index(page, `data-testid="followup"`)
+	if !strings.Contains(page, "now refund ORD-1002 too") || conv < 0 || (form >= 0 && form < conv) {
+		t.Errorf("the run page does not show turn 2's message in its conversation above the form (conversation at %d, form at %d)", conv, form)
+	}
+}

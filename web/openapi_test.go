@@ -36,6 +36,7 @@ var apiRoutes = []struct{ method, path, scope string }{
 	{http.MethodDelete, "/api/runs/:id", runtime.ScopeRunCancel},
 	{http.MethodGet, "/api/runs/:id/events", runtime.ScopeRunRead},
 	{http.MethodPost, "/api/runs/:id/messages", runtime.ScopeRunStart},
+	{http.MethodGet, "/api/runs/:id/messages", runtime.ScopeRunRead},
 	{http.MethodPost, "/api/runs/:id/decisions", runtime.ScopeRunDecide},
 	{http.MethodPost, "/api/runs/:id/input", runtime.ScopeRunDecide},
 	{http.MethodPost, "/api/decisions", runtime.ScopeRunDecide},

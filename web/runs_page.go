@@ -38,6 +38,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 		s.refuse(w, r, s.at.page, id, err)
 		return
 	}
+	if page.Conversation, err = s.conversation(r, run, d.Configuration, sum.Owner); err != nil {
+		s.refuse(w, r, s.at.page, id, err)
+		return
+	}
 	page.Events = timeline(d.Events)
 	s.render(w, r, http.StatusOK, templates.RunDetail(page))
 }

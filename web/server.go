@@ -38,6 +38,8 @@ type Engine interface {
 	Continuing(ctx context.Context, actor runtime.Actor) ([]runtime.ContinuingRun, error)
 	Turn(ctx context.Context, runID int64) (*runtime.PendingTurn, error)
 	Follow(ctx context.Context, runID int64, actor runtime.Actor, since time.Time, afterSeq int) (runtime.Followed, error)
+	Conversation(ctx context.Context, runID int64, actor runtime.Actor, q runtime.MessageQuery) (runtime.ConversationPage, error)
+	ConversationTurns(ctx context.Context, run *runtime.Run, cfg *runtime.Configuration, from, to int) ([]runtime.ConversationMessage, error)
 }
 
 // Catalog lists the configurations a run can be started with.
@@ -251,6 +253,7 @@ func (s *Server) Handler() http.Handler {
 	r.DELETE("/api/runs/:id", s.api(runtime.ScopeRunCancel, s.apiDeleteRun))
 	r.GET("/api/runs/:id/events", s.apiStream(runtime.ScopeRunRead, s.apiEvents))
 	r.POST("/api/runs/:id/messages", s.api(runtime.ScopeRunStart, s.apiMessage))
+	r.GET("/api/runs/:id/messages", s.api(runtime.ScopeRunRead, s.apiMessages))
 	r.POST("/api/runs/:id/decisions", s.api(runtime.ScopeRunDecide, s.apiDecide))
 	r.POST("/api/runs/:id/input", s.api(runtime.ScopeRunDecide, s.apiInput))
 	r.POST("/api/decisions", s.api(runtime.ScopeRunDecide, s.apiBulk))
