@@ -74,6 +74,9 @@ func (e *Engine) continuation(run *Run, cfg *Configuration, state State, d *Deci
 // RunID is the id of the claimed run.
 func (c *Continuation) RunID() int64 { return c.run.ID }
 
+// Turn is the conversation's turn the continuation carries on.
+func (c *Continuation) Turn() int { return c.run.ConversationTurn }
+
 // OwnerID is the id of the user who owns the claimed run.
 func (c *Continuation) OwnerID() int64 { return c.run.OwnerID }
 

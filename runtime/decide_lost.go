@@ -37,8 +37,10 @@ type DecisionSummary struct {
 	// DecidedAt is when the claim was won, by the database's clock: every
 	// event of the winning continuation is recorded at or after it.
 	DecidedAt time.Time
-	// Status is the run's status when the loser was refused.
+	// Status is the run's status when the loser was refused, and Turn the
+	// conversation's turn the decision continues.
 	Status Status
+	Turn   int
 	// MayRead says whether the loser may read the run: only then is the
 	// reason set, and a follower shown the steps' stored content.
 	MayRead bool
@@ -65,7 +67,8 @@ func (p *pipeline) alreadyDecided(ctx context.Context, run *Run, d *DecisionReco
 			return fmt.Errorf("runtime: explain lost claim of run %d: %w", run.ID, err)
 		}
 	}
-	sum := &DecisionSummary{By: d.DeciderName, Kind: d.Kind, Scope: d.Scope, DecidedAt: d.DecidedAt, Status: run.Status}
+	sum := &DecisionSummary{By: d.DeciderName, Kind: d.Kind, Scope: d.Scope, DecidedAt: d.DecidedAt, Status: run.Status,
+		Turn: run.ConversationTurn}
 	if sum.MayRead = p.actor.MayRead(run.OwnerID); sum.MayRead {
 		if reason, err := p.e.openText(d.Reason, DecisionPlace("reason", d.RunID, d.TurnDigest)); err == nil {
 			sum.Reason = reason

@@ -158,7 +158,10 @@ type lineObserver struct {
 	l  lines
 }
 
-func (o lineObserver) OnStep(rs runtime.Step) { o.st.send(o.l.stepType, o.l.step(rs)) }
+func (o lineObserver) OnStep(rs runtime.Step) {
+	o.st.setTurn(rs.Turn)
+	o.st.send(o.l.stepType, o.l.step(rs))
+}
 
 func (o lineObserver) OnToolStart(name string) {
 	if o.l.toolStart == nil {
@@ -174,6 +177,8 @@ func (o lineObserver) OnToolStart(name string) {
 // else's (see follow.go), which stops with its client.
 type runner interface {
 	Run(ctx context.Context, obs runtime.Observer) runtime.Outcome
+	// Turn is the conversation's turn whose lines the stream sends.
+	Turn() int
 }
 
 // streamRun runs a continuation inside the request as an NDJSON stream of
@@ -182,6 +187,7 @@ type runner interface {
 // whose decision it follows) goes before the surface's.
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, c runner, l lines) {
 	st := s.startStream(w)
+	st.setTurn(c.Turn())
 	if f, ok := c.(*follower); ok {
 		st.send(lineFollowing, f.firstLine())
 	}

@@ -27,7 +27,7 @@ func toEventLine(e runtime.Event) eventLine {
 	if len(payload) == 0 {
 		payload = json.RawMessage(`{}`)
 	}
-	return eventLine{Type: "event", Seq: e.Seq, Kind: e.Kind, Round: e.Round, DurationMS: e.DurationMS,
+	return eventLine{Type: "event", Seq: e.Seq, Turn: max(e.Turn, 1), Kind: e.Kind, Round: e.Round, DurationMS: e.DurationMS,
 		CreatedAt: e.CreatedAt.UTC().Format(timeFormat), Payload: payload}
 }
 
@@ -126,7 +126,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, ps httprouter
 	// on every other way out.
 	stop := st.keepalives(s.keepalive, func() any { return typeLine{Type: "keepalive"} })
 	defer stop()
-	st.send(lineAttached, attachedLine{Type: "attached", FirstSeq: first, LatestSeq: latest, Status: run.Status, Live: live(run.Status)})
+	st.send(lineAttached, attachedLine{Type: "attached", Turn: run.ConversationTurn, FirstSeq: first, LatestSeq: latest, Status: run.Status, Live: live(run.Status)})
 	last := q.afterSeq
 	for _, e := range backlog {
 		st.send(lineEvent, toEventLine(e))

@@ -117,6 +117,9 @@ func (f *follower) firstLine() followingLine {
 // the outcome. It stops when ctx ends (the client left): its outcome then
 // says the run continues elsewhere, as it does when the store stays
 // unreadable.
+// Turn is the conversation's turn of the decision the follower follows.
+func (f *follower) Turn() int { return f.sum.Turn }
+
 func (f *follower) Run(ctx context.Context, obs runtime.Observer) runtime.Outcome {
 	if f.release != nil {
 		f.release()

@@ -35,11 +35,9 @@ const (
 )
 
 // textLine is a piece of the text a turn's model round streams: a delta
-// of its answer, or of its thinking. Turn is the conversation's turn the
-// round belongs to.
+// of its answer, or of its thinking. The stream adds the turn.
 type textLine struct {
 	Type string `json:"type"` // lineDelta or lineThinking
-	Turn int    `json:"turn"`
 	Text string `json:"text"`
 }
 
@@ -193,6 +191,7 @@ func outcomeLine(out runtime.Outcome, full bool) any {
 // that sees FirstSeq > after_seq+1 knows it missed events.
 type attachedLine struct {
 	Type      string         `json:"type"`
+	Turn      int            `json:"turn"`
 	FirstSeq  int            `json:"first_seq"`
 	LatestSeq int            `json:"latest_seq"`
 	Status    runtime.Status `json:"status"`
@@ -203,6 +202,7 @@ type attachedLine struct {
 type eventLine struct {
 	Type       string            `json:"type"`
 	Seq        int               `json:"seq"`
+	Turn       int               `json:"turn"`
 	Kind       runtime.EventKind `json:"kind"`
 	Round      int               `json:"round"`
 	DurationMS int64             `json:"duration_ms"`

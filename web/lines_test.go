@@ -1,22 +1,32 @@
 package web
 
 import (
-	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 )
 
-// TestTextLines: the live text lines, as readers of a run will get them.
-func TestTextLines(t *testing.T) {
+// TestLinesNameTheirTurn: a stream of a turn writes the turn into every
+// line, last, the live text lines included; a stream of no turn (the event
+// stream, whose lines name their own) adds nothing.
+func TestLinesNameTheirTurn(t *testing.T) {
 	for _, tc := range []struct {
-		line textLine
+		turn int
+		line any
 		want string
 	}{
-		{textLine{Type: lineDelta, Turn: 2, Text: "Refunding <b>ORD-17</b>"}, `{"type":"delta","turn":2,"text":"Refunding \u003cb\u003eORD-17\u003c/b\u003e"}`},
-		{textLine{Type: lineThinking, Turn: 1, Text: ""}, `{"type":"thinking","turn":1,"text":""}`},
+		{2, textLine{Type: lineDelta, Text: "Refunding <b>ORD-17</b>"}, `{"type":"delta","text":"Refunding \u003cb\u003eORD-17\u003c/b\u003e","turn":2}`},
+		{1, textLine{Type: lineThinking, Text: ""}, `{"type":"thinking","text":"","turn":1}`},
+		{3, typeLine{Type: lineKeepalive}, `{"type":"keepalive","turn":3}`},
+		{0, typeLine{Type: lineKeepalive}, `{"type":"keepalive"}`},
 	} {
-		b, err := json.Marshal(tc.line)
-		if err != nil || string(b) != tc.want {
-			t.Errorf("%s line = %s, %v; want %s", tc.line.Type, b, err, tc.want)
+		rec := httptest.NewRecorder()
+		st := &stream{w: rec, rc: http.NewResponseController(rec), writeTimeout: time.Second}
+		st.setTurn(tc.turn)
+		st.send(lineKeepalive, tc.line)
+		if got := rec.Body.String(); got != tc.want+"\n" {
+			t.Errorf("line of turn %d = %q, want %q", tc.turn, got, tc.want)
 		}
 	}
 }

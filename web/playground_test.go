@@ -654,7 +654,7 @@ func TestPlaygroundKeepalives(t *testing.T) {
 		t.Errorf("%d keepalives over a 2.5 s silent call at 500 ms, want at least 3:\n%s", keepalives, strings.Join(raw, "\n"))
 	}
 	for _, l := range raw {
-		if strings.Contains(l, "keepalive") && l != `{"type":"keepalive"}` {
+		if strings.Contains(l, "keepalive") && l != `{"type":"keepalive","turn":1}` {
 			t.Errorf("keepalive line = %s", l)
 		}
 	}

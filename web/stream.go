@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"strconv"
 	"net/http"
 	"strings"
 	"sync"
@@ -27,6 +28,16 @@ type stream struct {
 	mu     sync.Mutex
 	last   time.Time
 	broken bool
+	// turn, once set, is written into every line that names none: every
+	// line of a continuation's stream belongs to its turn.
+	turn int
+}
+
+// setTurn names the conversation's turn the lines that follow belong to.
+func (st *stream) setTurn(turn int) {
+	st.mu.Lock()
+	st.turn = turn
+	st.mu.Unlock()
 }
 
 // startStream sends the headers of a stream with status 200.
@@ -52,9 +63,15 @@ func (st *stream) send(typ string, v any) {
 	if err != nil {
 		return // lines are built from plain values; this cannot happen
 	}
-	b = append(b, '\n')
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.turn > 0 && len(b) > 2 && b[len(b)-1] == '}' {
+		// Every line is an object whose kinds name no turn of their own
+		// (those of the event stream do, which sets none here): its
+		// "turn" goes last.
+		b = append(append(b[:len(b)-1], `,"turn":`...), strconv.Itoa(st.turn)+"}"...)
+	}
+	b = append(b, '\n')
 	st.last = time.Now()
 	if st.broken {
 		return
