@@ -10,9 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/seal"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 // settledRun starts a refund run owned by owner and approves it, so that
@@ -209,5 +211,69 @@ func TestFollowUpReadsAsAConversation(t *testing.T) {
 	conv, form := strings.Index(page, `data-testid="conversation"`), strings.Index(page, `data-testid="followup"`)
 	if !strings.Contains(page, "now refund ORD-1002 too") || conv < 0 || (form >= 0 && form < conv) {
 		t.Errorf("the run page does not show turn 2's message in its conversation above the form (conversation at %d, form at %d)", conv, form)
+	}
+}
+
+// TestFollowAllAcrossTurns: one event stream with follow=all follows a run
+// through a follow-up's turn, its pause, a decision made by another
+// request, and its settle, and stays attached after it: keepalives, no
+// end. Every event line names its turn.
+func TestFollowAllAcrossTurns(t *testing.T) {
+	a := newApp(t, 150*time.Millisecond)
+	id := a.settledRun(t, "owner")
+	owner := a.signIn(t, "owner")
+	_, st := openEvents(t, owner, id, "follow=all")
+	attached := st.Next(t, 5*time.Second)
+	if attached.Type() != "attached" || attached.Int("turn") != 1 {
+		t.Fatalf("first line = %s, want attached at turn 1", attached)
+	}
+	turnOne := st.WaitFor(t, 5*time.Second, "turn 1's settle", func(l testrig.Line) bool {
+		return l.Type() == "event" && l.Value["kind"] == "settle"
+	})
+	if turnOne.Int("turn") != 1 {
+		t.Errorf("turn 1's settle = %s", turnOne)
+	}
+	st.WaitFor(t, 5*time.Second, "a keepalive while the run is settled", func(l testrig.Line) bool { return l.Type() == "keepalive" })
+
+	api := a.bearer(t, "owner", "run:start", "run:read", "run:decide")
+	api.call(t, a, http.MethodPost, runPathAPI(id, "/messages"), `{"content":"now refund ORD-1002 too"}`, nil).
+		wantKeys(t, http.StatusCreated, "run")
+	st.WaitFor(t, 10*time.Second, "turn 2's pause", func(l testrig.Line) bool {
+		return l.Type() == "event" && l.Value["kind"] == "suspend" && l.Int("turn") == 2
+	})
+	digest := a.Run(t, id).TurnDigest
+	a.bearer(t, "approver", "run:decide").call(t, a, http.MethodPost, runPathAPI(id, "/decisions"), approveBody(t, digest), nil).
+		wantKeys(t, http.StatusOK, "steps", "outcome")
+	settled := st.WaitFor(t, 10*time.Second, "turn 2's settle", func(l testrig.Line) bool {
+		return l.Type() == "event" && l.Value["kind"] == "settle" && l.Int("turn") == 2
+	})
+	st.WaitFor(t, 5*time.Second, "a keepalive after turn 2 settled", func(l testrig.Line) bool {
+		return l.Type() == "keepalive" && l.Arrived.After(settled.Arrived)
+	})
+	seqs := map[int]bool{}
+	for _, l := range st.Lines() {
+		switch l.Type() {
+		case "end", "error":
+			t.Errorf("the stream ended: %s", l)
+		case "event":
+			if seqs[l.Int("seq")] {
+				t.Errorf("event %d sent twice", l.Int("seq"))
+			}
+			seqs[l.Int("seq")] = true
+			if l.Int("turn") < 1 {
+				t.Errorf("event line without its turn: %s", l)
+			}
+		}
+	}
+	if stored, _ := a.storedSeqs(t, id); len(seqs) != len(stored) {
+		t.Errorf("the stream sent %d events, the run has %d", len(seqs), len(stored))
+	}
+	// Erased, the run is gone: the stream ends.
+	a.bearer(t, "owner", "run:cancel").call(t, a, http.MethodDelete, runPathAPI(id, "?erase=true"), "", nil).
+		wantKeys(t, http.StatusOK, "erased")
+	if end := st.WaitFor(t, 5*time.Second, "the end of the erased run's stream", func(l testrig.Line) bool {
+		return l.Type() == "end"
+	}); end.Value["status"] != "erased" {
+		t.Errorf("last line = %s, want end, erased", end)
 	}
 }

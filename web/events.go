@@ -41,11 +41,15 @@ func live(s runtime.Status) bool {
 type eventsQuery struct {
 	afterSeq int
 	follow   bool
+	// all: stay attached across pauses, decisions, settles and new turns
+	// until the client leaves (follow=all).
+	all bool
 }
 
 // parseEventsQuery reads after_seq (a non-negative integer, 0 when absent)
 // and follow (true when absent, else "true" or "false"); anything else is an
-// invalid_request refusal.
+// invalid_request refusal. follow=all follows the run across its pauses
+// and turns.
 func parseEventsQuery(r *http.Request) (eventsQuery, error) {
 	q := r.URL.Query()
 	eq := eventsQuery{follow: true}
@@ -64,8 +68,11 @@ func parseEventsQuery(r *http.Request) (eventsQuery, error) {
 		case "true":
 		case "false":
 			eq.follow = false
+		case "all":
+			eq.all = true
 		default:
-			return eq, &runtime.Refusal{Code: runtime.CodeInvalidRequest, Message: `follow must be "true" or "false"`}
+			return eq, &runtime.Refusal{Code: runtime.CodeInvalidRequest,
+				Message: `follow must be "true" (until the run pauses or settles), "false" (what is stored) or "all" (across pauses and turns)`}
 		}
 	}
 	return eq, nil
@@ -137,7 +144,78 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, ps httprouter
 		st.send(lineEnd, endLine{Type: "end", Status: run.Status})
 		return
 	}
+	if q.all {
+		s.followAll(ctx, st, stop, id, actor, last, run.Status)
+		return
+	}
 	s.follow(ctx, st, stop, id, actor, last, run.Status)
+}
+
+// idleLook is how often a follow=all stream looks at a run that neither
+// runs nor is about to (it waits for a decision, or has settled and may
+// get a follow-up): two primary-key reads a look, for as long as the
+// client stays. While the run is live it waits on the process's feed like
+// any follower.
+const idleLook = time.Second
+
+// followAll follows a run across its pauses, decisions and turns until the
+// client leaves: the events as the feed hands them over while the run is
+// live, and a look every idleLook while it is not. It ends with error when
+// the store stays unreadable, and with end when the run is gone (erased).
+func (s *Server) followAll(ctx context.Context, st *stream, stop func(), id int64, actor runtime.Actor, last int, status runtime.Status) {
+	tick := time.NewTicker(idleLook)
+	defer tick.Stop()
+	for {
+		if live(status) {
+			w := s.events.Watch(id, last)
+			u, err := s.watchUntilIdle(ctx, st, w, &last)
+			w.Close()
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				stop()
+				st.send(lineError, errorLine{Type: "error", Code: "unavailable", AfterSeq: last,
+					Message: "the run's events cannot be read right now; reconnect with after_seq"})
+				return
+			}
+			status = u
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		_, err := s.poll(ctx, st, id, actor, &last, &status)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case runtime.CodeOf(err) == runtime.CodeNotFound:
+			stop()
+			st.send(lineEnd, endLine{Type: "end", Status: "erased"})
+			return
+		case err != nil:
+			s.log.Warn("event stream read failed", "run", id, "err", err)
+		}
+	}
+}
+
+// watchUntilIdle sends what a watch hands over until the run is no longer
+// live, and returns the status it stopped at.
+func (s *Server) watchUntilIdle(ctx context.Context, st *stream, w *runtime.Watch, last *int) (runtime.Status, error) {
+	for {
+		u, err := w.Next(ctx)
+		if err != nil {
+			return "", err
+		}
+		for _, e := range u.Events {
+			st.send(lineEvent, toEventLine(e))
+			*last = e.Seq
+		}
+		if u.Ended != "" {
+			return u.Ended, nil
+		}
+	}
 }
 
 // follow sends the events recorded after seq last as they appear, then the
