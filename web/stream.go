@@ -2,8 +2,8 @@ package web
 
 import (
 	"encoding/json"
-	"strconv"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
