@@ -151,6 +151,13 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, ps httprouter
 	s.follow(ctx, st, stop, id, actor, last, run.Status)
 }
 
+// unavailableLine ends an event stream whose store stayed unreadable, after
+// the event last it sent.
+func unavailableLine(last int) errorLine {
+	return errorLine{Type: "error", Code: "unavailable", AfterSeq: last,
+		Message: "the run's events cannot be read right now; reconnect with after_seq"}
+}
+
 // idleLook is how often a follow=all stream looks at a run that neither
 // runs nor is about to (it waits for a decision, or has settled and may
 // get a follow-up): two primary-key reads a look, for as long as the
@@ -175,8 +182,7 @@ func (s *Server) followAll(ctx context.Context, st *stream, stop func(), id int6
 				return
 			case err != nil:
 				stop()
-				st.send(lineError, errorLine{Type: "error", Code: "unavailable", AfterSeq: last,
-					Message: "the run's events cannot be read right now; reconnect with after_seq"})
+				st.send(lineError, unavailableLine(last))
 				return
 			}
 			status = u
@@ -245,8 +251,7 @@ func (s *Server) follow(ctx context.Context, st *stream, stop func(), id int64, 
 			return
 		case err != nil:
 			stop()
-			st.send(lineError, errorLine{Type: "error", Code: "unavailable", AfterSeq: last,
-				Message: "the run's events cannot be read right now; reconnect with after_seq"})
+			st.send(lineError, unavailableLine(last))
 			return
 		case u.Ended != "":
 			stop()
