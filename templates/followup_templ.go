@@ -64,20 +64,7 @@ func followUp(p RunPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, ")</label> <textarea id=\"followup-content\" name=\"content\" rows=\"3\" required maxlength=\"65536\" data-testid=\"followup-content\">")
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		var templ_7745c5c3_Var4 string
-		templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(p.Run.FollowUp)
-		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/followup.templ`, Line: 14, Col: 133}
-		}
-		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "</textarea><p class=\"actions\"><button type=\"submit\" class=\"primary\" data-testid=\"followup-send\">Send</button></p><div class=\"followup-stream\" aria-live=\"polite\" data-testid=\"followup-stream\" hidden></div></form></section>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, ")</label> <textarea id=\"followup-content\" name=\"content\" rows=\"3\" required maxlength=\"65536\" data-testid=\"followup-content\"></textarea><p class=\"actions\"><button type=\"submit\" class=\"primary\" data-testid=\"followup-send\">Send</button></p><div class=\"followup-stream\" aria-live=\"polite\" data-testid=\"followup-stream\" hidden></div></form></section>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -246,8 +246,6 @@ type RunSummary struct {
 	// settled and the user may send it a follow-up message.
 	Turn        int
 	CanFollowUp bool
-	// FollowUp is a refused follow-up's text, shown in the form again.
-	FollowUp string
 	// CanErase: the run is settled and the user may erase it.
 	CanErase bool
 }
