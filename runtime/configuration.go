@@ -27,10 +27,13 @@ type Configuration struct {
 	Identifier string `json:"identifier" yaml:"identifier"`
 	Name       string `json:"name" yaml:"name"`
 	// Description tells people what the agent is for (GET /api/agents).
-	Description           string                `json:"description,omitempty" yaml:"description"`
-	Active                bool                  `json:"active" yaml:"active"`
-	Provider              ProviderSpec          `json:"provider" yaml:"provider"`
-	SystemPrompt          string                `json:"system_prompt,omitempty" yaml:"system_prompt"`
+	Description  string       `json:"description,omitempty" yaml:"description"`
+	Active       bool         `json:"active" yaml:"active"`
+	Provider     ProviderSpec `json:"provider" yaml:"provider"`
+	SystemPrompt string       `json:"system_prompt,omitempty" yaml:"system_prompt"`
+	// Title is how a run gets its title: "cut" (the default) from its
+	// first prompt, or "generate": the provider is asked once.
+	Title                 string                `json:"title,omitempty" yaml:"title"`
 	Tools                 []string              `json:"tools" yaml:"tools"`
 	MaxIterations         int                   `json:"max_iterations" yaml:"max_iterations"`
 	RequireSecondApprover bool                  `json:"require_second_approver" yaml:"require_second_approver"`
@@ -122,6 +125,11 @@ func (c *Configuration) Normalize() error {
 	}
 	if c.MaxIterations < 1 || c.MaxIterations > MaxIterationsCeiling {
 		return fmt.Errorf("configuration %s: max_iterations must be between 1 and %d, not %d", c.Identifier, MaxIterationsCeiling, c.MaxIterations)
+	}
+	switch c.Title {
+	case "", TitleCut, TitleGenerate:
+	default:
+		return fmt.Errorf("configuration %s: title must be cut or generate, not %q", c.Identifier, c.Title)
 	}
 	switch c.PrivacyLevel {
 	case "":

@@ -93,6 +93,11 @@ func (e *Engine) readable(run *Run) *Run {
 	if r.Answer, err = e.openText(run.Answer, RunPlace("answer", run.ID)); err != nil {
 		r.Answer = unreadable(err)
 	}
+	if r.Title, err = e.openText(run.Title, RunPlace("title", run.ID)); err != nil {
+		r.Title = unreadable(err)
+	} else if r.Title == "" && r.Prompt != "" {
+		r.Title = CutTitle(r.Prompt) // a run of before titles
+	}
 	return &r
 }
 

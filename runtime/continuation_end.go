@@ -123,6 +123,13 @@ func (c *Continuation) settle(ctx context.Context, status Status, reason, answer
 	if err != nil {
 		return c.stopped(err)
 	}
+	if status == StatusCompleted && c.run.ConversationTurn == 1 && c.cfg.Title == TitleGenerate && c.provider != nil {
+		// Once: only the continuation that settles turn 1 asks, and no
+		// stream waits for the answer.
+		if prompt := firstUserMessage(c.state.Messages); prompt != "" {
+			go c.generateTitle(prompt)
+		}
+	}
 	return Outcome{Status: status, Reason: reason, Answer: answer, Detail: detail}
 }
 

@@ -13,6 +13,7 @@
 //	run.go, state.go, digest.go     a run, its states and statuses, what a paused run carries, the turn digest
 //	engine.go, cancel.go            the Engine, starting a run, cancelling one
 //	conversation.go                 a follow-up message: the next turn of a settled run, one at a time
+//	title.go                        a run's title: cut from its prompt, generated once, or set
 //	erase.go                        erasing a settled run's content, keeping the audit
 //	decide.go                       the decision pipeline: checks that write nothing, then one claim
 //	decide_edit.go                  edited arguments: the edit form read against the turn, checked by the tools' schemas

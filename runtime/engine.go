@@ -213,9 +213,13 @@ func (e *Engine) newRunContent(prompt string, state State, started json.RawMessa
 		if err != nil {
 			return NewRunContent{}, err
 		}
+		title, err := e.sealText(CutTitle(prompt), RunPlace("title", id))
+		if err != nil {
+			return NewRunContent{}, err
+		}
 		if started, err = e.sealJSON(started, EventPlace(id, 1)); err != nil {
 			return NewRunContent{}, err
 		}
-		return NewRunContent{State: blob, Prompt: sealed, Messages: msgs, Started: started}, nil
+		return NewRunContent{State: blob, Prompt: sealed, Title: title, Messages: msgs, Started: started}, nil
 	}
 }

@@ -21,6 +21,10 @@ type RoundRequest struct {
 	Model    string
 	Messages []Message
 	Tools    []ToolSpec
+	// Title: the round asks for the conversation's title (see title.go),
+	// in at most MaxTokens tokens (0: the provider's default).
+	Title     bool
+	MaxTokens int
 }
 
 // RoundResult is what one round produced.

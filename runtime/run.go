@@ -77,6 +77,10 @@ type Run struct {
 	CancelRequested   bool       `db:"cancel_requested"`
 	TerminationReason string     `db:"termination_reason"`
 	Prompt            string     `db:"prompt"`
+	// Title is the run's title (see title.go), sealed like the prompt;
+	// TitleSource says where it came from.
+	Title       string `db:"title"`
+	TitleSource string `db:"title_source"`
 	Answer            string     `db:"answer"`
 	Iterations        int        `db:"iterations"`
 	InputTokens       int        `db:"input_tokens"`

@@ -37,6 +37,10 @@ type Store interface {
 	// the INSERT made its id), written with the row in one transaction and
 	// set on r.
 	CreateRun(ctx context.Context, r *Run, lease time.Duration, content func(id int64) (NewRunContent, error)) error
+	// SetTitle sets a run's sealed title from a source (TitleSet,
+	// TitleGenerated); a generated one only over a cut one, else
+	// ErrClaimLost; ErrNotFound for no run.
+	SetTitle(ctx context.Context, runID int64, title, source string) error
 	// StartTurn starts a settled run's next turn (see NextTurn) in one
 	// transaction; ErrClaimLost when the run is no longer settled at that
 	// turn (another message started it first, or it is not settled).
@@ -120,6 +124,7 @@ type Store interface {
 type NewRunContent struct {
 	State    []byte
 	Prompt   string
+	Title    string // sealed like the prompt
 	Messages [][]byte
 	// Started is the payload of the run's first event, turn 1's
 	// turn_started, sealed for seq 1.

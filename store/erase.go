@@ -26,8 +26,7 @@ var (
 		"answer = NULL",
 		"state = ''", // the checkpoint: the transcript's head and the pending turn
 		"pending_tools = NULL",
-		// runs.title (issue 23, item 4) is cut from the prompt: add
-		// "title = ''" here.
+		"title = NULL", // cut from the prompt, or written from it
 	}
 	// erasedDecisionColumns are a decision's content: who decided what
 	// (kind, scope, tools, path, outcome) and when stay.

@@ -24,7 +24,7 @@ type sealedTable struct {
 // sealedTables are the tables of run content, in the order state reseal
 // goes through them.
 var sealedTables = []sealedTable{
-	{name: "runs", key: []string{"id"}, run: "id", row: "''", columns: []string{"state", "prompt", "answer"},
+	{name: "runs", key: []string{"id"}, run: "id", row: "''", columns: []string{"state", "prompt", "title", "answer"},
 		place: func(c string, _ [2]int64, run int64, _ string) runtime.Place { return runtime.RunPlace(c, run) }},
 	{name: "run_messages", key: []string{"run_id", "idx"}, run: "run_id", row: "''", columns: []string{"body"},
 		place: func(_ string, k [2]int64, run int64, _ string) runtime.Place {

@@ -18,7 +18,7 @@ var _ runtime.Store = (*Store)(nil)
 const runColumns = `r.id, r.configuration_id, r.owner_id, r.origin, r.status, r.turn, r.conversation_turn,
 	COALESCE(r.turn_digest, '') AS turn_digest, r.state, COALESCE(r.claimed_by, '') AS claimed_by,
 	r.lease_expires_at, COALESCE(r.pending_effect, '') AS pending_effect, r.cancel_requested,
-	COALESCE(r.termination_reason, '') AS termination_reason, r.prompt, COALESCE(r.answer, '') AS answer,
+	COALESCE(r.termination_reason, '') AS termination_reason, r.prompt, COALESCE(r.title, '') AS title, r.title_source, COALESCE(r.answer, '') AS answer,
 	r.iterations, r.input_tokens, r.output_tokens, r.created_at, r.updated_at, r.waiting_since,
 	r.decision_deadline, r.erased_at, r.erased_by`
 
@@ -98,7 +98,8 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, lease time.Durati
 	if err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET state = ?, prompt = ? WHERE id = ?`, c.State, []byte(c.Prompt), id); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET state = ?, prompt = ?, title = ? WHERE id = ?`,
+		c.State, []byte(c.Prompt), []byte(c.Title), id); err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}
 	if len(c.Messages) > 0 {
@@ -122,7 +123,7 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, lease time.Durati
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}
-	r.ID, r.State, r.Prompt, r.ConversationTurn = id, c.State, c.Prompt, 1
+	r.ID, r.State, r.Prompt, r.Title, r.ConversationTurn = id, c.State, c.Prompt, c.Title, 1
 	return nil
 }
 

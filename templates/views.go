@@ -109,6 +109,8 @@ type InboxRun struct {
 	// CanOpen: the user may read the run (owner or admin): its page, its
 	// prompt and what the model said.
 	CanOpen bool
+	// Title is the run's title, for who may read the run ("" otherwise).
+	Title string
 	// Prompt and Said are the run's prompt and the model's message with
 	// the calls; empty for a decider who may not read the run.
 	Prompt, Said string
@@ -233,6 +235,7 @@ type RunSummary struct {
 	Origin        string
 	Status        string
 	Reason        string
+	Title         string
 	Prompt        string
 	Answer        string
 	Iterations    int
@@ -284,4 +287,6 @@ type HistoryRun struct {
 	Decision  string
 	DecidedAt time.Time
 	CanOpen   bool
+	// Title is the run's title, for who may read the run.
+	Title string
 }

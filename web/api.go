@@ -346,6 +346,7 @@ type runJSON struct {
 	Configuration string `json:"configuration"`
 	Status        string `json:"status"`
 	Origin        string `json:"origin"`
+	Title         string `json:"title"`
 	// Turn is the conversation's current turn: 1 until a follow-up.
 	Turn         int    `json:"turn"`
 	TurnDigest   string `json:"turn_digest,omitempty"`
@@ -372,7 +373,7 @@ func apiTime(t *time.Time) *string {
 
 func toRunJSON(r *runtime.Run, configuration string) runJSON {
 	j := runJSON{ID: r.ID, Configuration: configuration, Status: string(r.Status), Origin: string(r.Origin),
-		Turn: r.ConversationTurn, Reason: r.TerminationReason, Answer: r.Answer, Iterations: r.Iterations,
+		Title: r.Title, Turn: r.ConversationTurn, Reason: r.TerminationReason, Answer: r.Answer, Iterations: r.Iterations,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
 		CreatedAt: r.CreatedAt.UTC().Format(timeFormat), UpdatedAt: r.UpdatedAt.UTC().Format(timeFormat)}
 	j.DecisionDeadline = apiTime(r.DecisionDeadline)

@@ -112,6 +112,30 @@ func (s *Server) pageMessage(w http.ResponseWriter, r *http.Request, ps httprout
 	http.Redirect(w, r, back, http.StatusSeeOther)
 }
 
+// titleBody is the body of PATCH /api/runs/:id.
+type titleBody struct {
+	Title string `json:"title"`
+}
+
+// apiSetTitle sets a run's title for its owner (or an admin) and answers
+// the run.
+func (s *Server) apiSetTitle(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
+	id, ok := s.runParam(w, r, s.at.api, ps)
+	if !ok {
+		return
+	}
+	var body titleBody
+	if err := decodeJSON(w, r, &body); err != nil {
+		s.refuse(w, r, s.at.api, id, err)
+		return
+	}
+	if err := s.engine.SetTitle(r.Context(), id, actor, body.Title); err != nil {
+		s.refuse(w, r, s.at.api, id, err)
+		return
+	}
+	s.answerRun(w, r, id, actor, http.StatusOK, nil)
+}
+
 // turnFlash says in words how a follow-up's turn ended.
 func turnFlash(out runtime.Outcome) string {
 	switch {

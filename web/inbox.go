@@ -122,7 +122,7 @@ func (s *Server) inboxRun(actor runtime.Actor, p runtime.PendingRun, refused *fo
 		FourEyes:       p.Configuration.RequireSecondApprover && p.Run.OwnerID == actor.ID,
 		CanOpen:        actor.MayRead(p.Run.OwnerID)}
 	if run.CanOpen {
-		run.Prompt, run.Said = p.Run.Prompt, p.Said
+		run.Title, run.Prompt, run.Said = p.Run.Title, p.Run.Prompt, p.Said
 	}
 	if p.Run.WaitingSince != nil {
 		run.WaitingSince = *p.Run.WaitingSince

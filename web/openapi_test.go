@@ -33,6 +33,7 @@ var apiRoutes = []struct{ method, path, scope string }{
 	{http.MethodPost, "/api/runs", runtime.ScopeRunStart},
 	{http.MethodGet, "/api/runs", runtime.ScopeRunRead},
 	{http.MethodGet, "/api/runs/:id", runtime.ScopeRunRead},
+	{http.MethodPatch, "/api/runs/:id", runtime.ScopeRunStart},
 	{http.MethodDelete, "/api/runs/:id", runtime.ScopeRunCancel},
 	{http.MethodGet, "/api/runs/:id/events", runtime.ScopeRunRead},
 	{http.MethodPost, "/api/runs/:id/messages", runtime.ScopeRunStart},

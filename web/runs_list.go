@@ -110,7 +110,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		row := templates.HistoryRun{ID: l.Run.ID, Configuration: l.Configuration.Name, Status: string(l.Run.Status),
 			Reason: templates.ReasonText(l.Run.TerminationReason), CreatedAt: l.Run.CreatedAt, UpdatedAt: l.Run.UpdatedAt, CanOpen: l.MayRead}
 		if l.MayRead {
-			row.Owner = l.Run.OwnerName
+			row.Owner, row.Title = l.Run.OwnerName, l.Run.Title
 		}
 		if l.Erased {
 			// A state a person reads, with nothing of what it said, and no

@@ -26,7 +26,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 	}
 	run := d.Run
 	sum := templates.RunSummary{ID: run.ID, Configuration: d.Configuration.Name, Origin: string(run.Origin),
-		Status: string(run.Status), Reason: run.TerminationReason, Prompt: run.Prompt, Answer: run.Answer,
+		Status: string(run.Status), Reason: run.TerminationReason, Title: run.Title, Prompt: run.Prompt, Answer: run.Answer,
 		Iterations: run.Iterations, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt,
 		Waiting: run.Status.Waiting(), CanCancel: !run.Status.Terminal(), CanErase: run.Status.Terminal(),
 		Turn: run.ConversationTurn, CanFollowUp: run.Status.Terminal()}

@@ -34,6 +34,7 @@ type Engine interface {
 	Start(ctx context.Context, req runtime.StartRequest) (*runtime.Continuation, error)
 	Enqueue(ctx context.Context, req runtime.StartRequest) (int64, error)
 	SendMessage(ctx context.Context, req runtime.MessageRequest) (*runtime.Continuation, error)
+	SetTitle(ctx context.Context, runID int64, actor runtime.Actor, title string) error
 	QueueMessage(ctx context.Context, req runtime.MessageRequest) error
 	Continuing(ctx context.Context, actor runtime.Actor) ([]runtime.ContinuingRun, error)
 	Turn(ctx context.Context, runID int64) (*runtime.PendingTurn, error)
@@ -250,6 +251,7 @@ func (s *Server) Handler() http.Handler {
 	r.POST("/api/runs", s.api(runtime.ScopeRunStart, s.apiStartRun))
 	r.GET("/api/runs", s.api(runtime.ScopeRunRead, s.apiRuns))
 	r.GET("/api/runs/:id", s.api(runtime.ScopeRunRead, s.apiRun))
+	r.PATCH("/api/runs/:id", s.api(runtime.ScopeRunStart, s.apiSetTitle))
 	r.DELETE("/api/runs/:id", s.api(runtime.ScopeRunCancel, s.apiDeleteRun))
 	r.GET("/api/runs/:id/events", s.apiStream(runtime.ScopeRunRead, s.apiEvents))
 	r.POST("/api/runs/:id/messages", s.api(runtime.ScopeRunStart, s.apiMessage))

@@ -214,7 +214,7 @@ func (p *parser) stringList(e entry) (list []string, nodes []*yaml.Node, ok bool
 }
 
 var topKeys = []string{
-	"identifier", "name", "description", "active", "provider", "system_prompt", "tools",
+	"identifier", "name", "description", "active", "provider", "system_prompt", "title", "tools",
 	"max_iterations", "require_second_approver", "privacy_level", "tool_policies",
 	"mcp_servers", "decision_timeout", "on_timeout", "escalate_grant", "notify",
 }
@@ -249,6 +249,7 @@ func (p *parser) configuration(doc *yaml.Node) *runtime.Configuration {
 		{"name", &cfg.Name},
 		{"description", &cfg.Description},
 		{"system_prompt", &cfg.SystemPrompt},
+		{"title", &cfg.Title},
 		{"privacy_level", (*string)(&cfg.PrivacyLevel)},
 	} {
 		if e, ok := top[f.key]; ok {

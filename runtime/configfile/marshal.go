@@ -19,6 +19,7 @@ type file struct {
 	Active                bool                  `yaml:"active"`
 	Provider              provider              `yaml:"provider"`
 	SystemPrompt          string                `yaml:"system_prompt,omitempty"`
+	Title                 string                `yaml:"title,omitempty"`
 	Tools                 []string              `yaml:"tools"`
 	MaxIterations         int                   `yaml:"max_iterations,omitempty"`
 	RequireSecondApprover bool                  `yaml:"require_second_approver"`
@@ -76,6 +77,7 @@ func Marshal(cfg *runtime.Configuration) ([]byte, error) {
 		Description:           cfg.Description,
 		Active:                cfg.Active,
 		SystemPrompt:          cfg.SystemPrompt,
+		Title:                 cfg.Title,
 		Tools:                 cfg.Tools,
 		MaxIterations:         cfg.MaxIterations,
 		RequireSecondApprover: cfg.RequireSecondApprover,

@@ -481,3 +481,19 @@ func TestFactory(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundTitleRequest: the round that asks for a title is one short
+// request: the instruction and the prompt, no tools, max_tokens.
+func TestRoundTitleRequest(t *testing.T) {
+	f := newFake(t, replay("text.sse"))
+	req := runtime.RoundRequest{Round: 1, Title: true, MaxTokens: 32, Messages: []runtime.Message{
+		{Role: "system", Content: "Write a title."}, {Role: "user", Content: "Refund ORD-1042"}}}
+	res, _, err := round(t, f.provider(t), req)
+	if err != nil || res.Text == "" {
+		t.Fatalf("Round = %+v, %v", res, err)
+	}
+	body := f.body(0)
+	if body["max_tokens"] != float64(32) || body["tools"] != nil || len(body["messages"].([]any)) != 2 {
+		t.Errorf("title request body = %v, want two messages, max_tokens 32 and no tools", body)
+	}
+}

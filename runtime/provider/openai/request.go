@@ -24,6 +24,11 @@ func (p *Provider) params(req runtime.RoundRequest) (sdk.ChatCompletionNewParams
 		// Without include_usage a streamed completion reports no tokens.
 		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)},
 	}
+	if req.MaxTokens > 0 {
+		// max_tokens, not max_completion_tokens: compatible endpoints
+		// know the older name.
+		params.MaxTokens = sdk.Int(int64(req.MaxTokens))
+	}
 	for i, m := range req.Messages {
 		msg, err := message(m)
 		if err != nil {

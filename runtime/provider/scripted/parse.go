@@ -69,7 +69,14 @@ func (p *parser) script(node *yaml.Node) (*Script, error) {
 	}
 	s := &Script{}
 	var rounds *yaml.Node
-	err := p.fields(n, "the script", []string{"rounds"}, func(_, v *yaml.Node) error {
+	err := p.fields(n, "the script", []string{"rounds", "title"}, func(k, v *yaml.Node) error {
+		if k.Value == "title" {
+			if v.Kind != yaml.ScalarNode {
+				return p.Errorf(v, "title must be a text: the title the model answers when asked for one")
+			}
+			s.Title = v.Value
+			return nil
+		}
 		rounds = v
 		return nil
 	})

@@ -51,6 +51,12 @@ var orderID = regexp.MustCompile(`[A-Z]+-[0-9]+`)
 // again, with ${prompt} and ${order_id} taken from the turn's message: "now
 // refund ORD-1002 too" refunds ORD-1002.
 func (p *provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta func(string)) (runtime.RoundResult, error) {
+	if req.Title {
+		if p.script.Title == "" {
+			return runtime.RoundResult{}, fmt.Errorf("scripted: the script has no title")
+		}
+		return runtime.RoundResult{Text: p.script.Title, Usage: runtime.Usage{InputTokens: 1, OutputTokens: 1}}, nil
+	}
 	rounds := p.script.Rounds
 	if req.Round < 1 || req.Round > len(rounds) {
 		unit := "rounds"

@@ -15,6 +15,10 @@ import (
 // round, in order.
 type Script struct {
 	Rounds []Round `json:"rounds"`
+	// Title answers the round that asks for the conversation's title
+	// (configuration title: generate); without one that round fails, as
+	// a provider's can, and the run keeps its prompt's title.
+	Title string `json:"title,omitempty"`
 }
 
 // Round is what the model answers in one provider round.
@@ -161,7 +165,8 @@ func (s *Script) MarshalYAML() (any, error) {
 	}
 	out := struct {
 		Rounds []yamlRound `yaml:"rounds"`
-	}{Rounds: make([]yamlRound, 0, len(s.Rounds))}
+		Title  string      `yaml:"title,omitempty"`
+	}{Rounds: make([]yamlRound, 0, len(s.Rounds)), Title: s.Title}
 	for _, r := range s.Rounds {
 		yr := yamlRound{}
 		if r.Delay != 0 {
