@@ -79,15 +79,15 @@ type Run struct {
 	Prompt            string     `db:"prompt"`
 	// Title is the run's title (see title.go), sealed like the prompt;
 	// TitleSource says where it came from.
-	Title       string `db:"title"`
-	TitleSource string `db:"title_source"`
-	Answer            string     `db:"answer"`
-	Iterations        int        `db:"iterations"`
-	InputTokens       int        `db:"input_tokens"`
-	OutputTokens      int        `db:"output_tokens"`
-	CreatedAt         time.Time  `db:"created_at"`
-	UpdatedAt         time.Time  `db:"updated_at"`
-	WaitingSince      *time.Time `db:"waiting_since"`
+	Title        string     `db:"title"`
+	TitleSource  string     `db:"title_source"`
+	Answer       string     `db:"answer"`
+	Iterations   int        `db:"iterations"`
+	InputTokens  int        `db:"input_tokens"`
+	OutputTokens int        `db:"output_tokens"`
+	CreatedAt    time.Time  `db:"created_at"`
+	UpdatedAt    time.Time  `db:"updated_at"`
+	WaitingSince *time.Time `db:"waiting_since"`
 	// DecisionDeadline is when the pending turn expires, on the
 	// database's clock; nil without a deadline or while not waiting.
 	DecisionDeadline *time.Time `db:"decision_deadline"`
