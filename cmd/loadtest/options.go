@@ -22,9 +22,10 @@ const (
 	phaseBurst     = "burst"
 	phaseSteps     = "steps"
 	phaseBulkFlood = "bulk-flood"
+	phaseFollowups = "followups"
 )
 
-var allPhases = []string{phaseStreams, phaseFirstLine, phaseBurst, phaseDurable, phaseSignin, phaseFollowers, phaseSteps, phaseBulkFlood}
+var allPhases = []string{phaseStreams, phaseFirstLine, phaseBurst, phaseDurable, phaseSignin, phaseFollowers, phaseSteps, phaseBulkFlood, phaseFollowups}
 
 // defaultPhases run without --phases: signin only when named, for it
 // measures something else (the cost of an attack, not of decisions) and
@@ -32,7 +33,8 @@ var allPhases = []string{phaseStreams, phaseFirstLine, phaseBurst, phaseDurable,
 // named, for it holds the database busy with its runs for minutes; burst
 // only when named, for it holds thousands of streams for --burst-hold;
 // steps only when named, for it wants a server with --max-continuations of
-// at least --steps-runs.
+// at least --steps-runs; followups only when named, for it prepares
+// thousands of turns first.
 var defaultPhases = []string{phaseStreams, phaseFirstLine, phaseDurable}
 
 // The surfaces the burst phase decides through.
@@ -88,6 +90,11 @@ type options struct {
 
 	bulkFloodN      int
 	bulkFloodRounds int
+
+	followupsN        int
+	followupsInFlight int
+	followupsRounds   int
+	followupTurns     int
 
 	firstLineHold    time.Duration
 	setupConcurrency int
@@ -185,6 +192,20 @@ Markdown table of what it measured against the project's targets:
               and at the peak (sampled every 10 ms at least) and the answers
               (400 invalid_bulk; 429 with Retry-After; anything else
               fails). Not run by default: name it, --phases bulk-flood.
+  followups   whether a long transcript makes a turn slow: --followups-n
+              runs are prepared settled, each after --followup-turns turns
+              (each turn a message, a round calling slow_task for 0 s, its
+              result, an answer; no approval). Then, in --followups-rounds
+              rounds that alternate which goes first, first turns (streamed
+              POST /api/runs of the same configuration) and follow-ups
+              (streamed POST /api/runs/:id/messages, each to a run of its
+              own) are posted, --followups-in-flight of a kind in flight at
+              all times (each client posts its next when its last stream
+              ended), --followups-n of each kind in all. Measures both
+              kinds' POST → first line p50 / p99 and their ratio (the
+              target: a follow-up within 1.2× a first turn). The server
+              needs --max-continuations of at least --followups-in-flight.
+              Not run by default: name it, --phases followups. Needs --dsn.
 
 With --dsn (the server's database) it creates its user, a token, the load
 configurations and the waiting runs itself, in bulk; TURNSTILE_STATE_KEYS
@@ -236,7 +257,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&o.token, "token", "", "bearer token (tst_…) with run:start and run:decide; created when --dsn is given and this is empty")
 	fs.StringVar(&o.dsn, "dsn", getenv("TURNSTILE_DSN"), "the server's MySQL DSN, to create the user, token, configurations and waiting runs directly [TURNSTILE_DSN]")
 	fs.StringVar(&o.user, "user", "loadtest", "with --dsn: the user that owns the runs and decides them (created when absent, with the approve grant and no password)")
-	phases := fs.String("phases", strings.Join(defaultPhases, ","), "comma-separated phases to run: streams, first-line, burst, durable, signin, followers, steps, bulk-flood (burst, signin, followers, steps and bulk-flood only when named)")
+	phases := fs.String("phases", strings.Join(defaultPhases, ","), "comma-separated phases to run: streams, first-line, burst, durable, signin, followers, steps, bulk-flood, followups (burst, signin, followers, steps, bulk-flood and followups only when named)")
 	fs.IntVar(&o.streams, "streams", 10000, "streams phase: concurrent streamed continuations")
 	fs.DurationVar(&o.hold, "hold", 90*time.Second, "streams phase: how long each continuation works silently after the approval (at most 120s)")
 	fs.IntVar(&o.openConcurrency, "open-concurrency", 256, "streams phase: decisions posted at once while the streams open (a stream frees its slot at its first line)")
@@ -265,6 +286,10 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.DurationVar(&o.stepsWindow, "steps-window", 10*time.Second, "steps phase: the measuring window while every run continues")
 	fs.IntVar(&o.bulkFloodN, "bulk-flood-n", 40, "bulk-flood phase: bulks of 1 MiB posted at the same moment by the one user")
 	fs.IntVar(&o.bulkFloodRounds, "bulk-flood-rounds", 3, "bulk-flood phase: how many times, each after the last one's answers arrived")
+	fs.IntVar(&o.followupsN, "followups-n", 1000, "followups phase: follow-ups posted in all, each to a settled run of its own, and as many first turns")
+	fs.IntVar(&o.followupsInFlight, "followups-in-flight", 100, "followups phase: turns of one kind kept in flight at all times, by as many clients")
+	fs.IntVar(&o.followupsRounds, "followups-rounds", 5, "followups phase: rounds, each of --followups-n/rounds first turns and as many follow-ups, which goes first alternating")
+	fs.IntVar(&o.followupTurns, "followup-turns", 10, "followups phase: turns each run has done before its follow-up (so the follow-up reads a transcript of that many turns)")
 	fs.IntVar(&o.setupConcurrency, "setup-concurrency", 32, "runs started at once while preparing a phase")
 	fs.DurationVar(&o.firstLineHold, "first-line-hold", 2*time.Second, "first-line phase: how long each continuation works silently after its first line, so that a burst's continuations do not finish while the rest of it waits; in the steady part, each client posts about one decision per hold")
 	fs.StringVar(&o.printConfig, "print-config", "", "print the hold, first-line, quick or burst configuration as YAML for \"turnstile config apply\" (needed without --dsn), and exit")
@@ -349,7 +374,9 @@ func (o *options) validate() error {
 		{"--durable-concurrency", o.durableConcurrency}, {"--signin-n", o.signinN}, {"--signin-rounds", o.signinRounds},
 		{"--setup-concurrency", o.setupConcurrency}, {"--followers", o.followers}, {"--followed-runs", o.followedRuns},
 		{"--steps-runs", o.stepsRuns}, {"--steps-calls", o.stepsCalls},
-		{"--bulk-flood-n", o.bulkFloodN}, {"--bulk-flood-rounds", o.bulkFloodRounds}} {
+		{"--bulk-flood-n", o.bulkFloodN}, {"--bulk-flood-rounds", o.bulkFloodRounds},
+		{"--followups-n", o.followupsN}, {"--followups-in-flight", o.followupsInFlight},
+		{"--followups-rounds", o.followupsRounds}, {"--followup-turns", o.followupTurns}} {
 		if c.v < 1 {
 			return fmt.Errorf("%s must be at least 1, not %d", c.name, c.v)
 		}
@@ -393,6 +420,11 @@ func (o *options) validate() error {
 		return fmt.Errorf("--steps-window must be at least 1s, not %s", o.stepsWindow)
 	case slices.Contains(o.phases, phaseSteps) && o.dsn == "":
 		return errors.New("the steps phase needs --dsn: it saves its configuration itself")
+	case o.followupsInFlight > o.followupsN/o.followupsRounds:
+		return fmt.Errorf("--followups-in-flight (%d) must not exceed --followups-n / --followups-rounds (%d), or some clients would post nothing in a round",
+			o.followupsInFlight, o.followupsN/o.followupsRounds)
+	case slices.Contains(o.phases, phaseFollowups) && o.dsn == "":
+		return errors.New("the followups phase needs --dsn: it prepares its settled runs through the engine")
 	case slices.Contains(o.phases, phaseFollowers) && o.dsn == "":
 		return errors.New("the followers phase needs --dsn: it runs the followed continuations itself and reads the database's counters")
 	case slices.Contains(o.phases, phaseStreams) && o.hold < 2*o.keepalive:

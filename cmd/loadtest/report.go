@@ -50,6 +50,7 @@ type report struct {
 	followers *followersResult
 	steps     *stepsResult
 	bulkFlood *bulkFloodResult
+	followups *followupsResult
 }
 
 func (r *report) note(s string) { r.notes = append(r.notes, s) }
@@ -137,6 +138,9 @@ func (r *report) rows() []row {
 	}
 	if b := r.bulkFlood; b != nil {
 		rows = append(rows, b.rows()...)
+	}
+	if f := r.followups; f != nil {
+		rows = append(rows, f.rows()...)
 	}
 	return rows
 }
@@ -254,6 +258,9 @@ func (r *report) write(w io.Writer) {
 	}
 	if b := r.bulkFlood; b != nil {
 		fmt.Fprint(w, b.line())
+	}
+	if f := r.followups; f != nil {
+		fmt.Fprint(w, f.line())
 	}
 	for _, n := range r.notes {
 		fmt.Fprintf(w, "- note: %s\n", n)

@@ -44,7 +44,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	rep := &report{date: time.Now(), command: commandLine(args), keepalive: o.keepalive, url: o.url.String(),
 		cpus: runtime.NumCPU(), memory: memTotal(), phases: o.phases}
 
-	followers, streams, burst, stepsRuns := 0, 0, 0, 0
+	followers, streams, burst, stepsRuns, followups := 0, 0, 0, 0, 0
+	if slices.Contains(o.phases, phaseFollowups) {
+		followups = o.followupsInFlight
+	}
 	if slices.Contains(o.phases, phaseFollowers) {
 		followers = o.followers
 	}
@@ -57,7 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if slices.Contains(o.phases, phaseBurst) {
 		burst = o.burstN
 	}
-	need := uint64(streams + o.firstLineN + o.steadyN + burst + o.durableConcurrency + o.signinN + followers + stepsRuns + 1024)
+	need := uint64(streams + o.firstLineN + o.steadyN + burst + o.durableConcurrency + o.signinN + followers + stepsRuns + followups + 1024)
 	if got, err := raiseFileLimit(need); err != nil || got < need {
 		rep.note(fmt.Sprintf("this command's open-file limit is %d, below the %d it needs (%v)", got, need, err))
 	}
@@ -75,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}()
 		l.db, l.prep, token = db, db, t
 	}
-	l.c = newClient(o.url, token, o.streams+o.firstLineN+o.steadyN+burst+o.durableConcurrency+followers+stepsRuns)
+	l.c = newClient(o.url, token, o.streams+o.firstLineN+o.steadyN+burst+o.durableConcurrency+followers+stepsRuns+followups)
 	defer l.c.close()
 	if l.prep == nil {
 		l.prep = apiPreparer{c: l.c, concurrency: o.setupConcurrency}
@@ -112,6 +115,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			rep.steps = l.stepsPhase(ctx)
 		case phaseBulkFlood:
 			rep.bulkFlood = l.bulkFloodPhase(ctx)
+		case phaseFollowups:
+			rep.followups = l.followupsPhase(ctx)
 		case phaseSignin:
 			rep.signin = l.signinPhase(ctx)
 			if n := rep.signin.answers[http.StatusTooManyRequests]; n > 0 && o.signinTarget == signinFlood {
