@@ -54,13 +54,13 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 		// after one that failed: not the messages, not the COMMIT. A plain
 		// VALUES row costs the server less than a SELECT FROM DUAL WHERE
 		// guard, and the statements after it need no guard of their own.
-		sc.add(`INSERT INTO run_events (run_id, seq, turn, kind, round, duration_ms, payload)
+		sc.add(insertEventInto+`
 			VALUES (IF(`+held+`, ?, NULL), ?, ?, ?, ?, ?, ?)`,
 			c.RunID, e.Seq, turnOf(c), e.Kind, e.Round, e.DurationMS, nonNil(e.Payload))
 		// The events before it in seq need no guard: they are written only
 		// if its INSERT was.
 		for _, t := range c.Ahead {
-			sc.add(`INSERT INTO run_events (run_id, seq, turn, kind, round, duration_ms, payload)
+			sc.add(insertEventInto+`
 				VALUES (?, ?, ?, ?, ?, ?, ?)`,
 				c.RunID, t.Seq, turnOf(c), t.Kind, t.Round, t.DurationMS, nonNil(t.Payload))
 		}

@@ -26,7 +26,7 @@ func (s *Store) StartTurn(ctx context.Context, t runtime.NextTurn) error {
 		WHERE id = ? AND status IN ('completed', 'failed', 'cancelled') AND conversation_turn = ? AND erased_at IS NULL`,
 		t.Status, t.ConfigurationID, t.State, t.ClaimedBy, t.ClaimedBy, micros(t.Lease), t.RunID, t.From)
 	e := t.Event
-	sc.add(`INSERT INTO run_events (run_id, seq, turn, kind, round, duration_ms, payload)
+	sc.add(insertEventInto+`
 		VALUES (IF(ROW_COUNT() = 1, ?, NULL), ?, ?, ?, ?, ?, ?)`,
 		t.RunID, e.Seq, t.From+1, e.Kind, e.Round, e.DurationMS, nonNil(e.Payload))
 	addMessages(&sc, runtime.Commit{RunID: t.RunID, Messages: t.Messages, FirstMessage: t.FirstMessage, Turn: t.From + 1})

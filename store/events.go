@@ -36,11 +36,14 @@ func (s *Store) Events(ctx context.Context, runID int64, afterSeq int) ([]runtim
 	return evs, nil
 }
 
+// insertEventInto starts every INSERT of an event; the VALUES follow it in
+// this order.
+const insertEventInto = "INSERT INTO run_events (run_id, seq, turn, kind, round, duration_ms, payload) "
+
 // insertEvent appends one event inside a caller's transaction;
 // runtime.ErrLeaseLost when its seq is taken.
 func insertEvent(ctx context.Context, tx sqlx.ExtContext, runID int64, e runtime.Event) error {
-	_, err := tx.ExecContext(ctx, `
-		INSERT INTO run_events (run_id, seq, turn, kind, round, duration_ms, payload)
+	_, err := tx.ExecContext(ctx, insertEventInto+`
 		VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		runID, e.Seq, max(e.Turn, 1), e.Kind, e.Round, e.DurationMS, nonNil(e.Payload))
 	if isDuplicate(err) {

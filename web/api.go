@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -205,29 +206,42 @@ func (s *Server) apiStartRun(w http.ResponseWriter, r *http.Request, _ httproute
 	}
 	req := runtime.StartRequest{Configuration: body.Configuration, Prompt: body.Prompt, Owner: actor,
 		Origin: runtime.Origin(body.Origin)}
+	s.apiTurn(w, r, actor, body.Async, 0,
+		func(ctx context.Context) (int64, error) { return s.engine.Enqueue(ctx, req) },
+		func(ctx context.Context) (*runtime.Continuation, error) { return s.engine.Start(ctx, req) })
+}
+
+// apiTurn answers a request that starts a turn, a run's first or a
+// follow-up's, as both are answered. With async, or when no continuation
+// slot is free and a worker lives, queue puts the turn on the durable path
+// (a worker carries it out) and the answer is the run at once; else start
+// runs it inside the request, streamed or as one document with its steps
+// and outcome. id names the run in refusals (0 before there is one).
+func (s *Server) apiTurn(w http.ResponseWriter, r *http.Request, actor runtime.Actor, async bool, id int64,
+	queue func(context.Context) (int64, error), start func(context.Context) (*runtime.Continuation, error)) {
 	path := runtime.PathDurable
-	if !body.Async {
+	if !async {
 		var release func()
 		var err error
 		if path, release, err = s.admission.choose(r.Context(), wantStream); err != nil {
-			s.refuse(w, r, s.at.api, 0, err)
+			s.refuse(w, r, s.at.api, id, err)
 			return
 		}
 		defer release()
 	}
 	if path == runtime.PathDurable {
-		// This server runs no continuation for it now: a worker starts it.
-		id, err := s.engine.Enqueue(r.Context(), req)
+		// This server runs no continuation for it now: a worker does.
+		queued, err := queue(r.Context())
 		if err != nil {
-			s.refuse(w, r, s.at.api, 0, err)
+			s.refuse(w, r, s.at.api, id, err)
 			return
 		}
-		s.answerRun(w, r, id, actor, http.StatusCreated, nil)
+		s.answerRun(w, r, queued, actor, http.StatusCreated, nil)
 		return
 	}
-	c, err := s.engine.Start(r.Context(), req)
+	c, err := start(r.Context())
 	if err != nil {
-		s.refuse(w, r, s.at.api, 0, err)
+		s.refuse(w, r, s.at.api, id, err)
 		return
 	}
 	w.Header().Set("Location", fmt.Sprintf("/api/runs/%d", c.RunID()))

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -34,36 +35,9 @@ func (s *Server) apiMessage(w http.ResponseWriter, r *http.Request, ps httproute
 		return
 	}
 	req := runtime.MessageRequest{RunID: id, Content: body.Content, Actor: actor}
-	path := runtime.PathDurable
-	if !body.Async {
-		var release func()
-		var err error
-		if path, release, err = s.admission.choose(r.Context(), wantStream); err != nil {
-			s.refuse(w, r, s.at.api, id, err)
-			return
-		}
-		defer release()
-	}
-	if path == runtime.PathDurable {
-		if err := s.engine.QueueMessage(r.Context(), req); err != nil {
-			s.refuse(w, r, s.at.api, id, err)
-			return
-		}
-		s.answerRun(w, r, id, actor, http.StatusCreated, nil)
-		return
-	}
-	c, err := s.engine.SendMessage(r.Context(), req)
-	if err != nil {
-		s.refuse(w, r, s.at.api, id, err)
-		return
-	}
-	w.Header().Set("Location", fmt.Sprintf("/api/runs/%d", id))
-	if wantsStream(r) {
-		s.streamSteps(w, r, c, true)
-		return
-	}
-	steps, out := collectSteps(w, r, c, true)
-	s.answerRun(w, r, id, actor, http.StatusCreated, map[string]any{"steps": steps, "outcome": outcomeLine(out, true)})
+	s.apiTurn(w, r, actor, body.Async, id,
+		func(ctx context.Context) (int64, error) { return id, s.engine.QueueMessage(ctx, req) },
+		func(ctx context.Context) (*runtime.Continuation, error) { return s.engine.SendMessage(ctx, req) })
 }
 
 // pageMessage is the run page's "Send a follow-up" form. A script's post
@@ -110,30 +84,6 @@ func (s *Server) pageMessage(w http.ResponseWriter, r *http.Request, ps httprout
 	out := runToEnd(w, r, c, nil)
 	s.flash(r.Context(), turnFlash(out))
 	http.Redirect(w, r, back, http.StatusSeeOther)
-}
-
-// titleBody is the body of PATCH /api/runs/:id.
-type titleBody struct {
-	Title string `json:"title"`
-}
-
-// apiSetTitle sets a run's title for its owner (or an admin) and answers
-// the run.
-func (s *Server) apiSetTitle(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
-	id, ok := s.runParam(w, r, s.at.api, ps)
-	if !ok {
-		return
-	}
-	var body titleBody
-	if err := decodeJSON(w, r, &body); err != nil {
-		s.refuse(w, r, s.at.api, id, err)
-		return
-	}
-	if err := s.engine.SetTitle(r.Context(), id, actor, body.Title); err != nil {
-		s.refuse(w, r, s.at.api, id, err)
-		return
-	}
-	s.answerRun(w, r, id, actor, http.StatusOK, nil)
 }
 
 // turnFlash says in words how a follow-up's turn ended.
