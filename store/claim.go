@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"sync"
 
 	"github.com/turnstile-dev/turnstile/runtime"
@@ -34,6 +37,7 @@ func (s *Store) claimOne(ctx context.Context, c runtime.Claim) error {
 	// after the UPDATE is chained on the statement before it (ROW_COUNT()),
 	// so it happens only if the UPDATE won.
 	d := c.Decision
+	nonce := rand.Int64()
 	var sc script
 	sc.add("START TRANSACTION")
 	sc.add("SELECT id INTO @locked FROM runs WHERE id = ? FOR UPDATE", c.RunID)
@@ -42,9 +46,9 @@ func (s *Store) claimOne(ctx context.Context, c runtime.Claim) error {
 			decided_at = NOW(6), waiting_since = NULL, decision_deadline = NULL, updated_at = NOW(6)
 		WHERE id = ? AND status = ? AND turn_digest = ?`,
 		c.To, c.ClaimedBy, c.ClaimedBy, micros(c.Lease), c.RunID, c.From, c.Digest)
-	sc.add(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, arguments, decided_by, path)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, 0), ? FROM DUAL WHERE ROW_COUNT() = 1`,
-		c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input), nullJSON(d.Arguments), d.DecidedBy, d.Path)
+	sc.add(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, arguments, decided_by, path, claim)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, 0), ?, ? FROM DUAL WHERE ROW_COUNT() = 1`,
+		c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input), nullJSON(d.Arguments), d.DecidedBy, d.Path, nonce)
 	// Chained on the decision's INSERT, which wrote its row only if the
 	// UPDATE won. An expiry's claim also writes its notifications, which
 	// then need the count kept: one statement more, on those claims only.
@@ -76,7 +80,69 @@ func (s *Store) claimOne(ctx context.Context, c runtime.Claim) error {
 	if res.affected(update) != 1 {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
 	}
+	kept, err := s.claimsKept(ctx, []claimMark{{c.RunID, c.Digest, nonce}})
+	if err != nil {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, err)
+	}
+	if !kept[c.RunID] {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
+	}
 	return nil
+}
+
+// claimMark is what a claim wrote that no other claim writes: its run and
+// turn, and the random number in its decision's claim column.
+type claimMark struct {
+	runID  int64
+	digest string
+	nonce  int64
+}
+
+// claimsKept says which of the claims that committed the cluster kept. A
+// single server keeps every commit it acknowledged, and nothing is read.
+// On a Galera cluster each claim's decision is read back through the
+// reads that wait for every commit of the cluster, and a claim whose
+// decision is not its own did not win: the suite once saw two nodes each
+// answer a racer's claim of one turn as committed while the cluster holds
+// one decision, and continuing both would run the turn's tools under a
+// lease the database does not grant.
+func (s *Store) claimsKept(ctx context.Context, marks []claimMark) (map[int64]bool, error) {
+	kept := make(map[int64]bool, len(marks))
+	if s.synced == nil {
+		for _, m := range marks {
+			kept[m.runID] = true
+		}
+		return kept, nil
+	}
+	ids := make([]any, len(marks))
+	for i, m := range marks {
+		ids[i] = m.runID
+	}
+	var rows []struct {
+		RunID  int64         `db:"run_id"`
+		Digest string        `db:"turn_digest"`
+		Claim  sql.NullInt64 `db:"claim"`
+	}
+	err := s.synced.SelectContext(ctx, &rows, `SELECT run_id, turn_digest, claim FROM decisions
+		WHERE run_id IN (`+placeholders(len(ids))+`)`, ids...)
+	if err != nil {
+		return nil, fmt.Errorf("read back claimed decisions: %w", err)
+	}
+	mine := make(map[int64]claimMark, len(marks))
+	for _, m := range marks {
+		mine[m.runID] = m
+	}
+	for _, r := range rows {
+		if m := mine[r.RunID]; r.Digest == m.digest && r.Claim.Valid && r.Claim.Int64 == m.nonce {
+			kept[r.RunID] = true
+		}
+	}
+	for _, m := range marks {
+		if !kept[m.runID] {
+			slog.Warn("a committed claim was not kept by the cluster", "run_id", m.runID)
+		}
+	}
+	return kept, nil
 }
 
 // claimQueue makes the claims that arrive while others are being made in

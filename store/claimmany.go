@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -187,10 +188,12 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 	update := sc.add(claimUpdate(claims, winners))
 	sc.args = claimUpdateArgs(claims, winners)
 	var decisions, standing [][]any
-	for _, i := range winners {
+	marks := make([]claimMark, len(winners))
+	for k, i := range winners {
 		c, d := claims[i], claims[i].Decision
+		marks[k] = claimMark{c.RunID, c.Digest, rand.Int64()}
 		decisions = append(decisions, []any{c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input),
-			nullJSON(d.Arguments), nullDecider(d.DecidedBy), d.Path})
+			nullJSON(d.Arguments), nullDecider(d.DecidedBy), d.Path, marks[k].nonce})
 		for _, tool := range c.Standing {
 			standing = append(standing, []any{c.RunID, tool, d.DecidedBy})
 		}
@@ -198,7 +201,7 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 	// The runs are locked and were seen waiting on these turns: each
 	// decision goes in beside its run's UPDATE, which the commit below
 	// waits on.
-	inserted := sc.add(valuesInsert(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, arguments, decided_by, path)`, decisions))
+	inserted := sc.add(valuesInsert(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, arguments, decided_by, path, claim)`, decisions))
 	if len(standing) > 0 {
 		sc.add(valuesInsert("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", standing))
 	}
@@ -219,6 +222,13 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		rollback()
 		return nil, err
+	}
+	kept, err := s.claimsKept(ctx, marks)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range winners {
+		won[i] = kept[claims[i].RunID]
 	}
 	return won, nil
 }
