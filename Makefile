@@ -38,6 +38,12 @@ screenshots:
 	TURNSTILE_DSN="$$dsn" TURNSTILE_SCREENSHOTS="$(CURDIR)/web/testdata/screenshots" \
 		go test -count=1 -run TestScreenshots ./web/
 
+# The accessibility check alone: axe-core on every page, each role, two
+# widths, and the keyboard-only decision (Chromium needed).
+a11y:
+	@dsn=$$(go run ./cmd/devdb) && set -x && \
+	TURNSTILE_DSN="$$dsn" go test -count=1 -run 'TestAccessibility|TestKeyboard' ./web/
+
 # Each fuzz target for FUZZTIME (10s unless set), without MySQL.
 fuzz:
 	.ci/fuzz

@@ -46,7 +46,7 @@ func failedDeliveries(ds []FailedDelivery) templ.Component {
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		if len(ds) > 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"failure deliveries\" aria-labelledby=\"deliveries-title\" data-testid=\"failed-deliveries\"><h2 id=\"deliveries-title\">Notifications that failed</h2><p>The workers gave up on these after their retries; the endpoint never acknowledged them. Send one again with <code>turnstile webhooks retry --id N</code>.</p><div class=\"table-scroll\"><table class=\"history\"><thead><tr><th scope=\"col\">ID</th><th scope=\"col\">Event</th><th scope=\"col\">Endpoint</th><th scope=\"col\">Attempts</th><th scope=\"col\">Last answer</th><th scope=\"col\">Since</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"failure deliveries\" aria-labelledby=\"deliveries-title\" data-testid=\"failed-deliveries\"><h2 id=\"deliveries-title\">Notifications that failed</h2><p>The workers gave up on these after their retries; the endpoint never acknowledged them. Send one again with <code>turnstile webhooks retry --id N</code>.</p><div class=\"table-scroll\" role=\"region\" aria-labelledby=\"deliveries-title\" tabindex=\"0\"><table class=\"history\"><thead><tr><th scope=\"col\">ID</th><th scope=\"col\">Event</th><th scope=\"col\">Endpoint</th><th scope=\"col\">Attempts</th><th scope=\"col\">Last answer</th><th scope=\"col\">Since</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -124,6 +124,7 @@ type tab struct {
 	t    *testing.T
 	ctx  context.Context
 	base string
+	js   bool // page scripts run
 
 	mu        sync.Mutex
 	exchanges []*exchange
@@ -135,7 +136,7 @@ type tab struct {
 // openTab opens a tab on the app's server, with page scripts on or off.
 func openTab(t *testing.T, a *testApp, js bool) *tab {
 	t.Helper()
-	b := &tab{t: t, base: a.srv.URL}
+	b := &tab{t: t, base: a.srv.URL, js: js}
 	ctx, cancel := chromedp.NewContext(browser(t), chromedp.WithNewBrowserContext(), chromedp.WithListener(b.record))
 	t.Cleanup(cancel)
 	t.Cleanup(func() {
@@ -145,18 +146,20 @@ func openTab(t *testing.T, a *testApp, js bool) *tab {
 	})
 	b.ctx = ctx
 	err := within(startTimeout, cancel, func() error {
-		return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-			if js {
-				return nil
-			}
-			_, err := cdp.Call(ctx, t, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
-			return err
-		}))
+		return chromedp.Do(ctx, scripts(js))
 	})
 	if err != nil {
 		t.Fatalf("open a tab: %v", err)
 	}
 	return b
+}
+
+// scripts turns the tab's page scripts on or off.
+func scripts(on bool) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: !on})
+		return err
+	})
 }
 
 // record keeps the tab's requests to the test server. It runs in the tab's

@@ -95,7 +95,7 @@
 				el('strong', { 'class': 'kind' }, kind),
 				el('span', { 'class': 'round' }, 'round ' + (s.round || 0)),
 				typeof s.duration_ms === 'number' ? el('span', { 'class': 'duration' }, s.duration_ms + ' ms') : null),
-			s.content !== undefined && s.content !== null ? el('pre', {}, pretty(s.content)) : null);
+			s.content !== undefined && s.content !== null ? el('pre', { tabindex: '0' }, pretty(s.content)) : null);
 	}
 
 	function callsList(calls) {
@@ -103,7 +103,7 @@
 		(Array.isArray(calls) ? calls : []).forEach(function (c) {
 			list.appendChild(el('li', { 'class': 'call', 'data-testid': 'call', 'data-call-id': c.id || '' },
 				el('code', { 'class': 'tool' }, String(c.name || '')),
-				c.arguments !== undefined ? el('pre', {}, pretty(c.arguments)) : null));
+				c.arguments !== undefined ? el('pre', { tabindex: '0' }, pretty(c.arguments)) : null));
 		});
 		return list;
 	}
