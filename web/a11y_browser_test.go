@@ -238,31 +238,14 @@ func TestKeyboardDecision(t *testing.T) {
 	sel := runSelector(paused.RunID)
 	b.do("open the inbox", stepTimeout, chromedp.Navigate(b.base+"/inbox"), chromedp.WaitVisible(chromedp.CSS(sel)), loaded())
 
-	// tabTo presses Tab until the focused element matches target, and
-	// checks that it shows its focus.
-	tabTo := func(target string) {
-		t.Helper()
-		for range 60 {
-			b.do("press Tab", stepTimeout, chromedp.KeyEvent("\t"))
-			if get(b, "match the focus", chromedp.Evaluate[bool](`document.activeElement.matches(`+jsString(target)+`)`)) {
-				outline := get(b, "read the focus ring", chromedp.Evaluate[string](`getComputedStyle(document.activeElement).outlineStyle`))
-				if outline == "none" {
-					t.Errorf("%s has the focus but shows no focus ring", target)
-				}
-				return
-			}
-		}
-		t.Fatalf("60 presses of Tab never reached %s; the focus is on %s", target,
-			get(b, "describe the focus", chromedp.Evaluate[string](`document.activeElement.outerHTML.slice(0, 200)`)))
-	}
-	tabTo(sel + ` details.raw > summary`)
+	b.tabTo(sel + ` details.raw > summary`)
 	b.do("open the raw JSON with Enter", stepTimeout, chromedp.KeyEvent("\r"))
 	if got := shown(b, sel+` [data-testid="raw-arguments"]`); got != "visible" {
 		t.Errorf("after Enter on its toggle the raw JSON is %s, want visible", got)
 	}
-	tabTo(sel + ` textarea[name="reason"]`)
+	b.tabTo(sel + ` textarea[name="reason"]`)
 	b.do("type a reason", stepTimeout, chromedp.KeyEvent("by keyboard"))
-	tabTo(sel + ` button[value="approve"]`)
+	b.tabTo(sel + ` button[value="approve"]`)
 	b.do("approve with Enter", stepTimeout, chromedp.KeyEvent("\r"))
 	b.landOnInbox(sel, settleTimeout)
 	r := a.WaitRun(t, paused.RunID, settleTimeout, "completed", func(r *runtime.Run) bool { return r.Status == runtime.StatusCompleted })
@@ -272,5 +255,66 @@ func TestKeyboardDecision(t *testing.T) {
 	}
 	if d.Reason != "by keyboard" {
 		t.Errorf("reason = %q, want the one typed", d.Reason)
+	}
+}
+
+// tabTo presses Tab (shift+Tab when back) until the focused element
+// matches target, and checks that it shows its focus ring.
+func (b *tab) tabTo(target string, back ...bool) {
+	b.t.Helper()
+	var opts []chromedp.KeyOption
+	if len(back) > 0 && back[0] {
+		opts = append(opts, chromedp.KeyModifiers(chromedp.ModifierShift))
+	}
+	for range 80 {
+		b.do("press Tab", stepTimeout, chromedp.KeyEvent("\t", opts...))
+		if get(b, "match the focus", chromedp.Evaluate[bool](`document.activeElement.matches(`+jsString(target)+`)`)) {
+			outline := get(b, "read the focus ring", chromedp.Evaluate[string](`getComputedStyle(document.activeElement).outlineStyle`))
+			if outline == "none" {
+				b.t.Errorf("%s has the focus but shows no focus ring", target)
+			}
+			return
+		}
+	}
+	b.t.Fatalf("80 presses of Tab never reached %s; the focus is on %s", target,
+		get(b, "describe the focus", chromedp.Evaluate[string](`document.activeElement.outerHTML.slice(0, 200)`)))
+}
+
+// TestKeyboardBulkAndEdit: a bulk decision and an edited approval, each by
+// keyboard alone. Space ticks two cards' checkboxes, shift+Tab goes back
+// up to "Approve selected", Enter decides both; then, on a third card,
+// Enter unfolds "Edit and approve", the amount is typed over, and Enter
+// approves the edited call.
+func TestKeyboardBulkAndEdit(t *testing.T) {
+	a := newApp(t, 0)
+	x, _ := a.Waiting(t, "refund")
+	y, _ := a.Waiting(t, "refund")
+	b := openTab(t, a, true)
+	b.signIn("approver")
+	b.do("open the inbox", stepTimeout, chromedp.Navigate(b.base+"/inbox"), chromedp.WaitVisible(chromedp.CSS(runSelector(y.RunID))), loaded())
+	for _, out := range []runtime.Outcome{x, y} {
+		b.tabTo(bulkBox(out.RunID))
+		b.do("tick it with Space", stepTimeout, chromedp.KeyEvent(" "))
+	}
+	b.tabTo(`[data-testid="bulk-approve"]`, true)
+	b.do("approve the selected with Enter", stepTimeout, chromedp.KeyEvent("\r"))
+	b.landOnInbox(runSelector(x.RunID), settleTimeout)
+	for _, out := range []runtime.Outcome{x, y} {
+		a.WaitStatus(t, out.RunID, runtime.StatusCompleted, settleTimeout)
+	}
+
+	z, order := a.Waiting(t, "refund")
+	form, amount := editSelectors(z.RunID, z.Pending.Calls[0].ID)
+	b.do("open the inbox again", stepTimeout, chromedp.Navigate(b.base+"/inbox"), chromedp.WaitVisible(chromedp.CSS(runSelector(z.RunID))), loaded())
+	b.tabTo(form + ` summary`)
+	b.do("unfold the edit form with Enter", stepTimeout, chromedp.KeyEvent("\r"))
+	b.tabTo(amount)
+	b.do("type the amount", stepTimeout, chromedp.KeyEvent("1700"))
+	b.tabTo(form + ` button[data-testid="edit-approve"]`)
+	b.do("approve as edited with Enter", stepTimeout, chromedp.KeyEvent("\r"))
+	b.landOnInbox(runSelector(z.RunID), settleTimeout)
+	wantSettled(t, a, z.RunID, order)
+	if n := a.refundsOf(t, order, 1700); n != 1 {
+		t.Errorf("refunds of 1700 cents = %d, want the one with the amount typed", n)
 	}
 }
