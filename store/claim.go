@@ -132,14 +132,21 @@ func (s *Store) claimsKept(ctx context.Context, marks []claimMark) (map[int64]bo
 	for _, m := range marks {
 		mine[m.runID] = m
 	}
+	other := map[int64]bool{} // the turn's decision is another claim's
 	for _, r := range rows {
-		if m := mine[r.RunID]; r.Digest == m.digest && r.Claim.Valid && r.Claim.Int64 == m.nonce {
+		m := mine[r.RunID]
+		if r.Digest != m.digest {
+			continue
+		}
+		if r.Claim.Valid && r.Claim.Int64 == m.nonce {
 			kept[r.RunID] = true
+		} else {
+			other[r.RunID] = true
 		}
 	}
 	for _, m := range marks {
 		if !kept[m.runID] {
-			slog.Warn("a committed claim was not kept by the cluster", "run_id", m.runID)
+			slog.Warn("a committed claim was not kept by the cluster", "run_id", m.runID, "another_claim_won", other[m.runID])
 		}
 	}
 	return kept, nil
