@@ -55,7 +55,7 @@ privacy_level: full
 
 // streamRequest sends a request whose answer is NDJSON and reads its lines
 // as they arrive.
-func streamRequest(t *testing.T, c caller, a *testApp, method, path, body string) *testrig.Stream {
+func streamRequest(t testing.TB, c caller, a *testApp, method, path, body string) *testrig.Stream {
 	t.Helper()
 	req, err := http.NewRequest(method, a.srv.URL+path, strings.NewReader(body))
 	if err != nil {
