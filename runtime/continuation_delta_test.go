@@ -2,12 +2,14 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/store/testrig"
 )
 
 // typistYAML writes its answer in 30 pieces 10 ms apart, after a thought.
@@ -49,7 +51,7 @@ func (o *textObserver) OnDelta(d runtime.Delta) {
 
 // TestDeltasCoalesceBeforeTheirStep: 30 pieces 10 ms apart reach the
 // observer as fewer, larger pieces at least 75 ms apart (the first at
-// once), thinking apart from the answer, each with the turn, all of them
+// once, the last as the round ends), thinking apart from the answer, each with the turn, all of them
 // before the round's step; a follower of the run in the same process
 // gets the same pieces, before the llm event.
 func TestDeltasCoalesceBeforeTheirStep(t *testing.T) {
@@ -128,5 +130,44 @@ func TestDeltasCoalesceBeforeTheirStep(t *testing.T) {
 	}
 	if followedText.String() != out.Answer {
 		t.Errorf("the follower's pieces say %q, want %q", followedText.String(), out.Answer)
+	}
+}
+
+// brokenStream streams two pieces and then breaks, as a provider whose
+// connection drops mid-answer.
+type brokenStream struct{}
+
+func (brokenStream) Round(_ context.Context, _ runtime.RoundRequest, onDelta func(runtime.Delta)) (runtime.RoundResult, error) {
+	onDelta(runtime.Delta{Text: "thinking it over", Thinking: true})
+	onDelta(runtime.Delta{Text: "So far, "})
+	onDelta(runtime.Delta{Text: "so good"})
+	return runtime.RoundResult{}, errors.New("the stream broke")
+}
+
+// TestPartialAnswerKeptWhenTheRoundBreaks: a round that ends without its
+// step writes what it streamed at once, whatever the 1.5 s, and the
+// conversation keeps it after the run failed: no longer streaming.
+func TestPartialAnswerKeptWhenTheRoundBreaks(t *testing.T) {
+	w := testrig.New(t, testrig.Configs(typistYAML), testrig.Engine(runtime.Options{
+		Providers: func(*runtime.Configuration) (runtime.Provider, error) { return brokenStream{}, nil }}))
+	ctx := context.Background()
+	owner := w.Actor("owner")
+	c, err := w.Engine.Start(ctx, runtime.StartRequest{Configuration: "typist", Prompt: "type", Owner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := c.Run(ctx, nil); out.Status != runtime.StatusFailed || out.Reason != runtime.ReasonProviderFailed {
+		t.Fatalf("outcome %+v, want failed by the provider", out)
+	}
+	page, err := w.Engine.Conversation(ctx, c.RunID(), owner, runtime.MessageQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := page.Messages[len(page.Messages)-1]
+	if last.Role != "assistant" || last.Text.Value != "So far, so good" || last.Streaming || last.Turn != 1 {
+		t.Errorf("last message %+v, want the partial answer kept, not streaming", last)
+	}
+	if last.Thinking.Withheld == false || last.Thinking.Size == 0 {
+		t.Errorf("thinking %+v at the metadata level: want its size only", last.Thinking)
 	}
 }
