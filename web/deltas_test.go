@@ -276,3 +276,35 @@ func testKeys(t *testing.T) runtime.Sealer {
 	}
 	return keys
 }
+
+// TestStreamedLoserGetsTheWinnersText: the owner's streamed decision that
+// lost to the approver's follows the winner's continuation and gets its
+// text as it is written; the approver, who may only decide, gets none on
+// the winning stream.
+func TestStreamedLoserGetsTheWinnersText(t *testing.T) {
+	a := newAppWith(t, 0, appEngine{configs: []string{streamerConfig}})
+	paused, _ := a.Start(t, testrig.Launch{Configuration: "streamer"})
+	body := approveBody(t, paused.Digest)
+	path := runPathAPI(paused.RunID, "/decisions")
+	winner := streamRequest(t, a.bearer(t, "approver", "run:decide"), a, http.MethodPost, path, body)
+	winner.WaitFor(t, 5*time.Second, "the approval's step", func(l testrig.Line) bool { return l.Type() == "step" })
+	loser, err := streamRequest(t, a.bearer(t, "owner", "run:decide"), a, http.MethodPost, path, body).Wait(t, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loser[0].Type() != "following" || loser[len(loser)-1].Type() != "done" {
+		t.Fatalf("the owner's lines %v: want following first, done last", loser)
+	}
+	if got := joinedText(t, loser, "delta", 1); got != "The refund is done." {
+		t.Errorf("the follower's deltas = %q, want the winner's answer as it was written", got)
+	}
+	won, err := winner.Wait(t, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range won {
+		if l.Type() == "delta" || l.Type() == "thinking" || strings.Contains(l.Raw, "refund is") {
+			t.Errorf("the approver's stream sent %s: a decider who may not read gets no text", l.Raw)
+		}
+	}
+}

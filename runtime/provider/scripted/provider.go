@@ -74,11 +74,10 @@ func (p *provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta 
 		return runtime.RoundResult{}, fmt.Errorf("scripted: round %d: %w", req.Round, err)
 	}
 
+	// Text answers at once, whole, as a model that does not stream; only
+	// Deltas stream, in time.
 	var text, thinking strings.Builder
 	for _, piece := range r.Text {
-		if onDelta != nil {
-			onDelta(runtime.Delta{Text: piece})
-		}
 		text.WriteString(piece)
 	}
 	for _, d := range r.Deltas {

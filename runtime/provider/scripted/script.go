@@ -25,9 +25,11 @@ type Script struct {
 type Round struct {
 	// Delay is slept before the round answers, to imitate a slow model.
 	Delay time.Duration
-	// Text is the answer, as successive deltas.
+	// Text is the answer, given whole at the end of the round (its pieces
+	// joined): nothing streams.
 	Text []string
-	// Deltas, instead of Text, stream the answer (and thinking) in time.
+	// Deltas, instead of Text, stream the answer (and thinking) piece by
+	// piece, in time.
 	Deltas []Delta
 	// ToolCalls are the calls the model asks for in this round.
 	ToolCalls []Call
