@@ -45,6 +45,11 @@ func MessagePlace(runID int64, idx int) Place {
 	return Place{Table: "run_messages", Column: "body", RunID: runID, Row: strconv.Itoa(idx)}
 }
 
+// PartialPlace is the answer a run's round is streaming (one a run).
+func PartialPlace(runID int64) Place {
+	return Place{Table: "run_partials", Column: "body", RunID: runID}
+}
+
 // EventPlace is the payload of a run's event.
 func EventPlace(runID int64, seq int) Place {
 	return Place{Table: "run_events", Column: "payload", RunID: runID, Row: strconv.Itoa(seq)}

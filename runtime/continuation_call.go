@@ -227,12 +227,10 @@ func (c *Continuation) round(ctx context.Context) error {
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	start := time.Now()
-	var onDelta func(string)
-	if d, ok := c.obs.(DeltaObserver); ok {
-		onDelta = d.OnDelta
-	}
+	flow := c.newDeltaFlow()
 	res, err := provider.Round(ctx, RoundRequest{Round: c.state.Iterations - c.state.FirstRound + 1, Model: c.cfg.Provider.Model,
-		Messages: c.state.Messages, Tools: specs}, onDelta)
+		Messages: c.state.Messages, Tools: specs}, flow.add)
+	flow.end(err != nil)
 	if err != nil {
 		return providerError{err}
 	}
@@ -240,7 +238,7 @@ func (c *Continuation) round(ctx context.Context) error {
 	c.state.Iterations++
 	c.state.Usage.InputTokens += res.Usage.InputTokens
 	c.state.Usage.OutputTokens += res.Usage.OutputTokens
-	c.state.Messages = append(c.state.Messages, Message{Role: "assistant", Content: res.Text, ToolCalls: res.ToolCalls})
+	c.state.Messages = append(c.state.Messages, Message{Role: "assistant", Content: res.Text, Thinking: res.Thinking, ToolCalls: res.ToolCalls})
 	p := LLMPayload{Text: Content{Value: res.Text}, ToolCalls: callPayloads(res.ToolCalls), Usage: res.Usage}
 	return c.record(ctx, c.state.Iterations, took, p, nil)
 }

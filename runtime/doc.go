@@ -24,6 +24,8 @@
 //	continuation.go                 a claimed run carried on: loading it, applying its decision
 //	continuation_call.go            the next call, whether it needs a person, running it, the model's rounds
 //	continuation_end.go             one commit per step, and pausing, settling, cancelling, handing back
+//	continuation_delta.go           the text a round streams, coalesced over 75 ms to readers
+//	continuation_partial.go         the answer a round is streaming, written for readers (run_partials)
 //	leases.go                       one timer renews every held lease
 //	worker.go, worker_sweep.go      workers: decided, queued and orphaned runs; dead tokens and sessions
 //	deadline.go, deadline_expiry.go decision deadlines: the keys, and what a worker does when one passes

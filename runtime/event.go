@@ -61,12 +61,14 @@ type Observer interface {
 	OnStep(Step)
 }
 
-// DeltaObserver is an Observer that also wants the provider's text as it
-// streams, before the round is recorded as a step. It is called on the
-// continuation's goroutine.
+// DeltaObserver is an Observer that also wants the provider's text and
+// thinking as they stream, before the round is recorded as a step:
+// coalesced over at most DeltaEvery, in order, each with its turn, and
+// every piece of a round before the round's step. It is called on the
+// continuation's goroutine or on a timer's, never on two at once.
 type DeltaObserver interface {
 	Observer
-	OnDelta(text string)
+	OnDelta(Delta)
 }
 
 // ToolObserver is an Observer that also wants to know when a tool call

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,10 @@ const (
 	followEventsPerQuery = 2000
 	// followQueryTimeout bounds one poll, which runs on no request.
 	followQueryTimeout = 10 * time.Second
+	// followDeltas bounds the pieces of text waiting for one slow
+	// follower; beyond it the newest are dropped: they are live only, and
+	// the round's step brings the text whole.
+	followDeltas = 256
 )
 
 // FollowStore is what the followers' poll needs of the store.
@@ -114,6 +119,9 @@ type Watch struct {
 	status Status
 	resync bool // read the events after last from the store: some were dropped
 	failed error
+	// deltas are pieces of text of a local holder's round, each due once
+	// the event it came after was handed over.
+	deltas []heldDelta
 	wake   chan struct{}
 }
 
@@ -122,7 +130,18 @@ type Watch struct {
 // moves on its own (waiting or settled).
 type Update struct {
 	Events []Event
+	// Deltas are pieces of text of a round in flight (see DeltaObserver),
+	// handed over only for a run a continuation of this process holds:
+	// they are never stored, so no poll finds them.
+	Deltas []Delta
 	Ended  Status
+}
+
+// heldDelta is a piece of text waiting for its follower, after the event
+// of seq after.
+type heldDelta struct {
+	Delta
+	after int
 }
 
 func newFeed(e *Engine) *feed {
@@ -196,10 +215,19 @@ func (w *Watch) Next(ctx context.Context) (Update, error) {
 			// Queued events the read also found are dropped below.
 			w.queue = append(evs, w.queue...)
 		}
-		var out []Event
-		for _, ev := range w.queue {
+		// Text that came before an event goes before it.
+		before := math.MaxInt
+		if len(w.deltas) > 0 {
+			before = w.deltas[0].after
+		}
+		var out, rest []Event
+		for i, ev := range w.queue {
 			if ev.Seq <= w.last {
 				continue // handed over already
+			}
+			if ev.Seq > before {
+				rest = w.queue[i:]
+				break
 			}
 			if ev.Seq > w.last+1 {
 				// Never expected: rather than skip an event, read the
@@ -210,10 +238,19 @@ func (w *Watch) Next(ctx context.Context) (Update, error) {
 			out = append(out, ev)
 			w.last = ev.Seq
 		}
-		w.queue = nil
+		w.queue = rest
 		if len(out) > 0 {
 			w.mu.Unlock()
 			return Update{Events: out}, nil
+		}
+		if n := w.dueDeltasLocked(); n > 0 {
+			ds := make([]Delta, n)
+			for i, d := range w.deltas[:n] {
+				ds[i] = d.Delta
+			}
+			w.deltas = w.deltas[n:]
+			w.mu.Unlock()
+			return Update{Deltas: ds}, nil
 		}
 		if w.resync {
 			w.mu.Unlock()
@@ -239,6 +276,29 @@ func (w *Watch) Next(ctx context.Context) (Update, error) {
 // without a person acting first.
 func (s Status) Live() bool {
 	return s == StatusRunning || s == StatusQueued || s == StatusDecided
+}
+
+// dueDeltasLocked counts the pieces of text at the head of the queue
+// whose event was handed over.
+func (w *Watch) dueDeltasLocked() int {
+	n := 0
+	for n < len(w.deltas) && w.deltas[n].after <= w.last {
+		n++
+	}
+	return n
+}
+
+// handDeltas gives a watch pieces of text that came after the event of
+// seq after.
+func (w *Watch) handDeltas(ds []Delta, after int) {
+	w.mu.Lock()
+	for _, d := range ds {
+		if len(w.deltas) < followDeltas {
+			w.deltas = append(w.deltas, heldDelta{Delta: d, after: after})
+		}
+	}
+	w.mu.Unlock()
+	w.notify()
 }
 
 func (w *Watch) notify() {
@@ -344,6 +404,21 @@ func (f *feed) publish(c *Continuation, ev Event, status Status) {
 	// The holder's commit is the newest state of the run: every watch may
 	// take its status.
 	r.handLocked([]Event{ev}, status, localRound)
+}
+
+// publishDeltas hands pieces of text of c's round in flight to its run's
+// followers in this process.
+func (f *feed) publishDeltas(c *Continuation, ds []Delta) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.local[c.run.ID]
+	r := f.runs[c.run.ID]
+	if h == nil || h.c != c || r == nil {
+		return
+	}
+	for sub := range r.subs {
+		sub.handDeltas(ds, h.seq)
+	}
 }
 
 // pollsLocked says whether the poller must ask the store about a run that

@@ -59,7 +59,7 @@ func (t goldenTool) Preview(_ context.Context, inv Invocation) (string, error) {
 // goldenProvider answers every round with the same result.
 type goldenProvider struct{ res RoundResult }
 
-func (p goldenProvider) Round(context.Context, RoundRequest, func(string)) (RoundResult, error) {
+func (p goldenProvider) Round(context.Context, RoundRequest, func(Delta)) (RoundResult, error) {
 	return p.res, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -104,7 +105,11 @@ type ConversationMessage struct {
 	// Text is what the person or the model wrote, or a tool's result: a
 	// string Value, or nil with Withheld when the level keeps only its
 	// size.
-	Text       Content
+	Text Content
+	// Thinking is the model's reasoning, at the privacy level's rule for
+	// what the model says with its calls: the value at full, its shape
+	// at redacted, its size otherwise; nil Value when there was none.
+	Thinking   Content
 	ToolCalls  []CallPayload
 	ToolCallID string
 	ToolName   string
@@ -112,6 +117,9 @@ type ConversationMessage struct {
 	CreatedAt  time.Time
 	// Unreadable says why the message does not open here; "" when it did.
 	Unreadable string
+	// Streaming marks the answer of a round still being written (see
+	// StoredPartial): the text so far, as last written.
+	Streaming bool
 }
 
 // ConversationPage is one page of a run's conversation.
@@ -160,9 +168,47 @@ func (e *Engine) Conversation(ctx context.Context, runID int64, actor Actor, q M
 			page.Messages = append(page.Messages, m)
 		}
 		if len(rows) < q.Limit+1 {
+			if m, ok, err := e.partialMessage(ctx, run, cfg.PrivacyLevel, after); err != nil || !ok {
+				return page, err
+			} else if len(page.Messages) == q.Limit {
+				page.Next = &MessageCursor{Idx: page.Messages[len(page.Messages)-1].ID}
+			} else {
+				page.Messages = append(page.Messages, m)
+			}
 			return page, nil
 		}
 	}
+}
+
+// partialMessage is the answer a run's round is writing, when it comes
+// after the transcript's message of index last (else it is stale: its
+// round was recorded since, or a next turn began). It is streaming while
+// the run runs; after a cancel or a failed round it is what the run kept.
+func (e *Engine) partialMessage(ctx context.Context, run *Run, level PrivacyLevel, last int) (ConversationMessage, bool, error) {
+	p, err := e.store.Partial(ctx, run.ID)
+	if errors.Is(err, ErrNotFound) || (err == nil && p.Idx <= last) {
+		return ConversationMessage{}, false, nil
+	}
+	if err != nil {
+		return ConversationMessage{}, false, err
+	}
+	out := ConversationMessage{ID: p.Idx, Turn: p.Turn, CreatedAt: p.UpdatedAt, Streaming: run.Status == StatusRunning}
+	b, err := e.sealer.Open(p.Body, PartialPlace(run.ID))
+	var m Message
+	if err == nil {
+		if err = json.Unmarshal(b, &m); err != nil {
+			err = fmt.Errorf("runtime: decode the partial answer: %w", err)
+		}
+	}
+	if err != nil {
+		out.Unreadable = whyUnreadable(err)
+		return out, true, nil
+	}
+	out.Role, out.Text, out.ToolCalls = "assistant", Content{Value: m.Content}, []CallPayload{}
+	if m.Thinking != "" {
+		out.Thinking = readerContent(level, m.Thinking)
+	}
+	return out, true, nil
 }
 
 // ConversationTurns returns the messages of turns from to to (both
@@ -174,12 +220,21 @@ func (e *Engine) ConversationTurns(ctx context.Context, run *Run, cfg *Configura
 		return nil, err
 	}
 	out := make([]ConversationMessage, 0, len(rows))
+	last := -1
 	for _, row := range rows {
+		last = row.Idx
 		if m, shown := e.conversationMessage(run.ID, cfg.PrivacyLevel, row); shown {
 			out = append(out, m)
 		}
 	}
-	return out, nil
+	if to < run.ConversationTurn {
+		return out, nil
+	}
+	m, ok, err := e.partialMessage(ctx, run, cfg.PrivacyLevel, last)
+	if ok {
+		out = append(out, m)
+	}
+	return out, err
 }
 
 // conversationMessage opens a stored message for a reader at a privacy
@@ -202,6 +257,9 @@ func (e *Engine) conversationMessage(runID int64, level PrivacyLevel, row Stored
 		return out, false
 	}
 	out.Role, out.ToolCallID, out.ToolName, out.IsError = m.Role, m.ToolCallID, m.ToolName, m.IsError
+	if m.Thinking != "" {
+		out.Thinking = readerContent(level, m.Thinking)
+	}
 	switch {
 	case m.Content == "":
 		out.Text = Content{Value: ""}

@@ -152,8 +152,11 @@ func (a Actor) Has(grant string) bool {
 
 // Message is one entry of a run's transcript.
 type Message struct {
-	Role       string     `json:"role"` // system, user, assistant, tool
-	Content    string     `json:"content,omitempty"`
+	Role    string `json:"role"` // system, user, assistant, tool
+	Content string `json:"content,omitempty"`
+	// Thinking is the reasoning an assistant message streamed
+	// (reasoning_content); it is never sent back to the model.
+	Thinking   string     `json:"thinking,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	ToolName   string     `json:"tool_name,omitempty"`

@@ -17,6 +17,7 @@ type Store interface {
 	FollowStore
 	EraseStore
 	MessageStore
+	PartialStore
 	// Configuration returns a configuration by id, or ErrNotFound.
 	Configuration(ctx context.Context, id int64) (*Configuration, error)
 	// ConfigurationByIdentifier returns a configuration, or ErrNotFound.

@@ -136,7 +136,7 @@ func (s *Store) DeleteDemoRuns(ctx context.Context, identifiers []string) (runs,
 			return 0, 0, fmt.Errorf("run %d is being continued right now (by %s); let it pause or end, or stop turnstile serve and work, and reset again; nothing was deleted",
 				held[0].ID, held[0].ClaimedBy)
 		}
-		for _, table := range []string{"run_events", "run_messages", "decisions", "standing_approvals"} {
+		for _, table := range []string{"run_events", "run_messages", "run_partials", "decisions", "standing_approvals"} {
 			q, args, err := sqlx.In(`DELETE FROM `+table+` WHERE run_id IN (?)`, ids)
 			if err != nil {
 				return 0, 0, fmt.Errorf("store: delete demo runs: %w", err)

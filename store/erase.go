@@ -53,6 +53,7 @@ var (
 var eraseStatements = []struct{ what, sql string }{
 	// The transcript goes whole: a message is nothing but content.
 	{"transcript", `DELETE FROM run_messages WHERE run_id = ?`},
+	{"partial answer", `DELETE FROM run_partials WHERE run_id = ?`},
 	{"event payloads", `UPDATE run_events SET ` + strings.Join(erasedEventColumns, ", ") + ` WHERE run_id = ?`},
 	{"decisions", `UPDATE decisions SET ` + strings.Join(erasedDecisionColumns, ", ") + ` WHERE run_id = ?`},
 	// A notification not yet delivered is never sent: its body is the

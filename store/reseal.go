@@ -30,6 +30,8 @@ var sealedTables = []sealedTable{
 		place: func(_ string, k [2]int64, run int64, _ string) runtime.Place {
 			return runtime.MessagePlace(run, int(k[1]))
 		}},
+	{name: "run_partials", key: []string{"run_id"}, run: "run_id", row: "''", columns: []string{"body"},
+		place: func(_ string, _ [2]int64, run int64, _ string) runtime.Place { return runtime.PartialPlace(run) }},
 	{name: "run_events", key: []string{"run_id", "seq"}, run: "run_id", row: "''", columns: []string{"payload"},
 		place: func(_ string, k [2]int64, run int64, _ string) runtime.Place {
 			return runtime.EventPlace(run, int(k[1]))

@@ -50,7 +50,13 @@ type ConversationMessage struct {
 	// 0, the size of a text the privacy level does not show.
 	Text         string
 	TextWithheld int
-	Calls        []ConversationCall
+	// Thinking is the model's reasoning, shown folded; ThinkingWithheld,
+	// when not 0, the size of one the privacy level does not show.
+	Thinking         string
+	ThinkingWithheld int
+	// Streaming marks an answer still being written: its text so far.
+	Streaming bool
+	Calls     []ConversationCall
 	// Result is a tool's answer, for a tool message.
 	Result *ConversationResult
 	At     time.Time

@@ -147,8 +147,11 @@ type lines struct {
 	// toolStart, when set, is the line of kind stepType sent when a tool
 	// call starts; nil from it sends none.
 	toolStart func(name string) any
-	keep      func() any
-	last      func(runtime.Outcome) (typ string, line any)
+	// text says the viewer may read the run: the model's text and
+	// thinking go to it as they stream.
+	text bool
+	keep func() any
+	last func(runtime.Outcome) (typ string, line any)
 }
 
 // lineObserver sends a stream's lines as the continuation records steps
@@ -161,6 +164,16 @@ type lineObserver struct {
 func (o lineObserver) OnStep(rs runtime.Step) {
 	o.st.setTurn(rs.Turn)
 	o.st.send(o.l.stepType, o.l.step(rs))
+}
+
+// OnDelta sends a piece of the model's text to a viewer who may read the
+// run; a decider who may not gets nothing.
+func (o lineObserver) OnDelta(d runtime.Delta) {
+	if !o.l.text {
+		return
+	}
+	o.st.setTurn(d.Turn)
+	o.st.send(toTextLine(d))
 }
 
 func (o lineObserver) OnToolStart(name string) {
@@ -210,7 +223,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, c runner, l l
 // may read the run: a decider who holds only the approve grant gets the
 // steps' kinds and timing and the outcome without the answer.
 func (s *Server) streamSteps(w http.ResponseWriter, r *http.Request, c runner, full bool) {
-	s.streamRun(w, r, c, lines{stepType: lineStep,
+	s.streamRun(w, r, c, lines{stepType: lineStep, text: full,
 		step: func(st runtime.Step) any { return stepLine{Type: lineStep, Seq: st.Seq, Step: toStepJSON(st, full)} },
 		keep: func() any { return typeLine{Type: lineKeepalive} },
 		last: func(out runtime.Outcome) (string, any) { return lineTerminal, outcomeLine(out, full) }})

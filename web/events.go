@@ -214,10 +214,7 @@ func (s *Server) watchUntilIdle(ctx context.Context, st *stream, w *runtime.Watc
 		if err != nil {
 			return "", err
 		}
-		for _, e := range u.Events {
-			st.send(lineEvent, toEventLine(e))
-			*last = e.Seq
-		}
+		sendUpdate(st, u, last)
 		if u.Ended != "" {
 			return u.Ended, nil
 		}
@@ -258,10 +255,23 @@ func (s *Server) follow(ctx context.Context, st *stream, stop func(), id int64, 
 			st.send(lineEnd, endLine{Type: "end", Status: u.Ended})
 			return
 		}
-		for _, e := range u.Events {
-			st.send(lineEvent, toEventLine(e))
-			last = e.Seq
-		}
+		sendUpdate(st, u, &last)
+	}
+}
+
+// sendUpdate sends what a watch handed over: events, or pieces of a
+// round's text (live only: a run this process holds), each naming its
+// turn as the event lines do. Every reader of the event stream may read
+// the run.
+func sendUpdate(st *stream, u runtime.Update, last *int) {
+	for _, e := range u.Events {
+		st.send(lineEvent, toEventLine(e))
+		*last = e.Seq
+	}
+	for _, d := range u.Deltas {
+		typ, l := toTextLine(d)
+		l.Turn = max(d.Turn, 1)
+		st.send(typ, l)
 	}
 }
 

@@ -163,7 +163,15 @@ func (f *follower) Run(ctx context.Context, obs runtime.Observer) runtime.Outcom
 				break
 			}
 			show(u.Events)
-			last = u.Events[len(u.Events)-1].Seq
+			if n := len(u.Events); n > 0 {
+				last = u.Events[n-1].Seq
+			}
+			if d, ok := obs.(runtime.DeltaObserver); ok && f.sum.MayRead {
+				// The winner's text, while this process holds its run.
+				for _, x := range u.Deltas {
+					d.OnDelta(x)
+				}
+			}
 		}
 		w.Close()
 	}

@@ -111,6 +111,9 @@ type appEngine struct {
 	src     runtime.ToolSource
 	configs []string
 	sealer  runtime.Sealer
+	// providers builds the configurations' providers; the scripted one's
+	// when nil.
+	providers runtime.ProviderFactory
 	// statements, when set, counts every statement the app sends MySQL
 	// (see statements_test.go).
 	statements *statementCounter
@@ -129,7 +132,7 @@ func newAppWith(t testing.TB, keepalive time.Duration, e appEngine, options ...f
 		onDB = append(onDB, testrig.OnDB(e.statements.db(t)))
 	}
 	w := testrig.New(t, append(onDB, testrig.Configs(testConfigs...), testrig.Configs(e.configs...), testrig.PasswordHash(hash),
-		testrig.Engine(runtime.Options{Metrics: m, Source: e.src, Sealer: e.sealer}),
+		testrig.Engine(runtime.Options{Metrics: m, Source: e.src, Sealer: e.sealer, Providers: e.providers}),
 		testrig.Orders(builtin.Order{ID: "W-", Customer: "MARKER-CUSTOMER", AmountCents: 4200}), testrig.Prompt("Refund %s"))...)
 	if err := m.WatchBacklog(w.Store); err != nil {
 		t.Fatal(err)

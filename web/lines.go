@@ -23,22 +23,33 @@ const (
 )
 
 var lineTypes = []string{lineProgress, lineSettled, lineStep, lineTerminal, lineAttached, lineEvent, lineEnd, lineError, lineKeepalive,
-	lineFollowing, lineClaimed, lineDone}
+	lineFollowing, lineClaimed, lineDone, lineDelta, lineThinking}
 
-// The live lines of text as the provider writes it. They are never
-// stored as events, and only who may read the run gets them. Declared for
-// live text; no stream sends them yet, and they join lineTypes when one
-// does.
+// The live lines of text as the provider writes it (see
+// runtime.DeltaObserver): the playground's and the API's continuation
+// streams and the event stream send them. They are never stored as
+// events, and only who may read the run gets them.
 const (
 	lineDelta    = "delta"    // the model's answer as it streams
 	lineThinking = "thinking" // the model's reasoning as it streams
 )
 
 // textLine is a piece of the text a turn's model round streams: a delta
-// of its answer, or of its thinking. The stream adds the turn.
+// of its answer, or of its thinking. A continuation's stream adds the
+// turn; the event stream, whose lines each name their own, sets Turn.
 type textLine struct {
 	Type string `json:"type"` // lineDelta or lineThinking
+	Turn int    `json:"turn,omitempty"`
 	Text string `json:"text"`
+}
+
+// toTextLine is a piece of text as a line, and its kind.
+func toTextLine(d runtime.Delta) (string, textLine) {
+	typ := lineDelta
+	if d.Thinking {
+		typ = lineThinking
+	}
+	return typ, textLine{Type: typ, Text: d.Text}
 }
 
 // typeLine is a line that is its kind alone: keepalive, settled.

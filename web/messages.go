@@ -19,18 +19,23 @@ import (
 // key is always there; content a privacy level withholds is null, with
 // its size beside it.
 type messageJSON struct {
-	ID           int            `json:"id"`
-	Turn         int            `json:"turn"`
-	Role         *string        `json:"role"` // null for a message that does not open here
-	Content      *string        `json:"content"`
-	ContentBytes *int           `json:"content_bytes,omitempty"`
-	ToolCalls    []toolCallJSON `json:"tool_calls"`
-	ToolCallID   *string        `json:"tool_call_id"`
-	ToolName     string         `json:"tool_name,omitempty"`
-	IsError      bool           `json:"is_error,omitempty"`
-	CreatedAt    string         `json:"created_at"`
-	// Streaming says the message is still being written; no message is
-	// yet (text is stored when its round ends).
+	ID           int     `json:"id"`
+	Turn         int     `json:"turn"`
+	Role         *string `json:"role"` // null for a message that does not open here
+	Content      *string `json:"content"`
+	ContentBytes *int    `json:"content_bytes,omitempty"`
+	// Thinking is the reasoning the model streamed with an answer, where
+	// it did (absent otherwise); null with its size where the privacy
+	// level withholds it.
+	Thinking      *string        `json:"thinking,omitempty"`
+	ThinkingBytes *int           `json:"thinking_bytes,omitempty"`
+	ToolCalls     []toolCallJSON `json:"tool_calls"`
+	ToolCallID    *string        `json:"tool_call_id"`
+	ToolName      string         `json:"tool_name,omitempty"`
+	IsError       bool           `json:"is_error,omitempty"`
+	CreatedAt     string         `json:"created_at"`
+	// Streaming says the message is the answer of a round still being
+	// written: its text so far, as last written (at most 1.5 s old).
 	Streaming  bool   `json:"streaming"`
 	Unreadable string `json:"unreadable,omitempty"`
 }
@@ -100,7 +105,8 @@ func messageQuery(r *http.Request) (runtime.MessageQuery, error) {
 
 func toMessageJSON(m runtime.ConversationMessage) messageJSON {
 	j := messageJSON{ID: m.ID, Turn: m.Turn, ToolCalls: make([]toolCallJSON, len(m.ToolCalls)),
-		CreatedAt: m.CreatedAt.UTC().Format(timeFormat), ToolName: m.ToolName, IsError: m.IsError, Unreadable: m.Unreadable}
+		CreatedAt: m.CreatedAt.UTC().Format(timeFormat), ToolName: m.ToolName, IsError: m.IsError, Unreadable: m.Unreadable,
+		Streaming: m.Streaming}
 	if m.Unreadable != "" {
 		return j
 	}
@@ -110,6 +116,11 @@ func toMessageJSON(m runtime.ConversationMessage) messageJSON {
 	} else {
 		text, _ := m.Text.Value.(string)
 		j.Content = &text
+	}
+	if m.Thinking.Withheld {
+		j.ThinkingBytes = &m.Thinking.Size
+	} else if text, ok := m.Thinking.Value.(string); ok {
+		j.Thinking = &text
 	}
 	if m.Role == "tool" {
 		j.ToolCallID = &m.ToolCallID
@@ -167,7 +178,12 @@ func (s *Server) conversation(r *http.Request, run *runtime.Run, cfg *runtime.Co
 
 // conversationMessage shapes a message for the run's page.
 func conversationMessage(m runtime.ConversationMessage) templates.ConversationMessage {
-	v := templates.ConversationMessage{ID: m.ID, Role: m.Role, At: m.CreatedAt, Unreadable: m.Unreadable}
+	v := templates.ConversationMessage{ID: m.ID, Role: m.Role, At: m.CreatedAt, Unreadable: m.Unreadable, Streaming: m.Streaming}
+	if m.Thinking.Withheld {
+		v.ThinkingWithheld = m.Thinking.Size
+	} else {
+		v.Thinking, _ = m.Thinking.Value.(string)
+	}
 	switch {
 	case m.Role == "tool":
 		v.Result = &templates.ConversationResult{CallID: m.ToolCallID, Tool: m.ToolName, Error: m.IsError,

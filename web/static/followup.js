@@ -1,6 +1,7 @@
 // followup.js streams a follow-up's turn into the run page: the form posts
 // for NDJSON, each recorded step shows as a line in the form's live region
-// (the model's text as it says it), and once the turn has paused or
+// (the model's text as it says it: its deltas as they stream, its
+// thinking folded), and once the turn has paused or
 // settled the page is loaded again to show the conversation as stored.
 // Without enhance (a browser that cannot stream a fetch) the form posts
 // natively and the server lands back on the run page.
@@ -50,9 +51,39 @@
 				en.submitNatively(form, button);
 				return;
 			}
+			var writing = null, thinking = null;
 			var ended = await en.readLines(response, function (msg) {
+				if (msg.type === 'delta' || msg.type === 'thinking') {
+					if (msg.type === 'thinking' && !thinking) {
+						var fold = document.createElement('details');
+						fold.className = 'fold thinking';
+						var sum = document.createElement('summary');
+						sum.textContent = 'Thinking';
+						thinking = document.createElement('pre');
+						thinking.setAttribute('data-testid', 'followup-thinking');
+						fold.appendChild(sum);
+						fold.appendChild(thinking);
+						en.append(region, fold);
+					}
+					if (msg.type === 'delta' && !writing) {
+						writing = document.createElement('p');
+						writing.setAttribute('data-testid', 'followup-writing');
+						en.append(region, writing);
+					}
+					var to = msg.type === 'thinking' ? thinking : writing;
+					to.appendChild(document.createTextNode(String(msg.text || '')));
+					return false;
+				}
 				if (msg.type === 'step' && msg.step) {
 					var text = stepText(msg.step);
+					if (writing && msg.step.kind === 'llm') {
+						// The round's step: the streamed text, now whole.
+						if (text) writing.textContent = text;
+						writing.removeAttribute('data-testid');
+						writing = null;
+						thinking = null;
+						return false;
+					}
 					if (text) say(region, text);
 					return false;
 				}

@@ -324,6 +324,27 @@
 			'The request failed (' + response.status + '). Reload the page and try again.');
 	}
 
+	// live shows the model's text (and thinking, folded) as it streams, in
+	// one item after the steps, which the round's step replaces.
+	function live(p, msg) {
+		var item = one(p.steps, '[data-testid="playground-live"]');
+		if (!item) {
+			item = el('li', { 'class': 'event live', 'data-testid': 'playground-live', 'aria-live': 'polite' });
+			p.steps.appendChild(item);
+		}
+		var id = msg.type === 'thinking' ? 'playground-live-thinking' : 'playground-live-text';
+		var pre = one(item, '[data-testid="' + id + '"]');
+		if (!pre) {
+			pre = el('pre', { 'class': 'text', 'data-testid': id });
+			if (msg.type === 'thinking') {
+				item.insertBefore(el('details', { 'class': 'fold thinking' }, el('summary', {}, 'Thinking'), pre), item.firstChild);
+			} else {
+				item.appendChild(pre);
+			}
+		}
+		pre.appendChild(document.createTextNode(String(msg.text || '')));
+	}
+
 	// follow reads the NDJSON stream line by line; it answers true when a
 	// terminal line arrived.
 	async function follow(response, p) {
@@ -333,8 +354,14 @@
 			case 'step':
 				state.steps++;
 				state.keepalives = 0;
+				var streamed = one(p.steps, '[data-testid="playground-live"]');
+				if (streamed) streamed.remove();
 				p.steps.appendChild(stepItem(msg));
 				progress(p, state);
+				break;
+			case 'delta':
+			case 'thinking':
+				live(p, msg);
 				break;
 			case 'keepalive':
 				state.keepalives++;

@@ -7,11 +7,13 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -164,14 +166,17 @@ func Factory(cfg *runtime.Configuration) (runtime.Provider, error) {
 var _ runtime.ProviderFactory = Factory
 
 // Round streams one chat completion. Each text delta goes to onDelta (which
-// may be nil) as it arrives. It fails, with an error that names the HTTP
+// may be nil) as it arrives, and so does each piece of reasoning a server
+// streams as reasoning_content (DeepSeek, vLLM, Ollama and others: a field
+// the API does not define, which the SDK keeps among the delta's extra
+// fields), as thinking; the reasoning is the result's Thinking. It fails, with an error that names the HTTP
 // status and the provider's message but never the key, when the endpoint
 // refuses the request after its retries, when the stream breaks off before
 // [DONE], when it sends a chunk that is not JSON (a *ChunkError), when a
 // tool call comes back without a name or with arguments that are not JSON,
 // and when the round outlasts its timeout or ctx ends. Tool parameters are
 // sent without "$schema", which some compatible endpoints refuse.
-func (p *Provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta func(string)) (runtime.RoundResult, error) {
+func (p *Provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta func(runtime.Delta)) (runtime.RoundResult, error) {
 	params, err := p.params(req)
 	if err != nil {
 		return runtime.RoundResult{}, p.clean(err)
@@ -184,6 +189,10 @@ func (p *Provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta 
 	defer stream.Close()
 
 	var acc sdk.ChatCompletionAccumulator
+	var thinking strings.Builder
+	if onDelta == nil {
+		onDelta = func(runtime.Delta) {}
+	}
 	chunks := 0 // read so far, which locates a malformed one
 	for stream.Next() {
 		chunks++
@@ -191,18 +200,19 @@ func (p *Provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta 
 		if !acc.AddChunk(chunk) {
 			return runtime.RoundResult{}, p.clean(errors.New("openai: the stream sent a chunk that does not fit the ones before"))
 		}
-		if onDelta == nil {
-			continue
-		}
 		for _, c := range chunk.Choices {
 			if c.Index != 0 {
 				continue
 			}
+			if r := reasoning(c.Delta); r != "" {
+				thinking.WriteString(r)
+				onDelta(runtime.Delta{Text: r, Thinking: true})
+			}
 			if c.Delta.Content != "" {
-				onDelta(c.Delta.Content)
+				onDelta(runtime.Delta{Text: c.Delta.Content})
 			}
 			if c.Delta.Refusal != "" {
-				onDelta(c.Delta.Refusal)
+				onDelta(runtime.Delta{Text: c.Delta.Refusal})
 			}
 		}
 	}
@@ -216,5 +226,23 @@ func (p *Provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta 
 	if err != nil {
 		return runtime.RoundResult{}, p.clean(err)
 	}
+	res.Thinking = thinking.String()
 	return res, nil
+}
+
+// reasoning is the piece of reasoning a chunk's delta carries as
+// reasoning_content (or reasoning, as some servers name it): a JSON
+// string, else nothing.
+func reasoning(d sdk.ChatCompletionChunkChoiceDelta) string {
+	for _, name := range []string{"reasoning_content", "reasoning"} {
+		f, ok := d.JSON.ExtraFields[name]
+		if !ok || f.Raw() == "" {
+			continue
+		}
+		var s string
+		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
 }

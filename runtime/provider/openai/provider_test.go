@@ -23,7 +23,7 @@ var request = runtime.RoundRequest{
 func round(t *testing.T, p *Provider, req runtime.RoundRequest) (runtime.RoundResult, []string, error) {
 	t.Helper()
 	var deltas []string
-	res, err := p.Round(context.Background(), req, func(d string) { deltas = append(deltas, d) })
+	res, err := p.Round(context.Background(), req, func(d runtime.Delta) { deltas = append(deltas, d.Text) })
 	noKey(t, err)
 	return res, deltas, err
 }
@@ -368,7 +368,7 @@ func TestRoundTimeout(t *testing.T) {
 func TestRoundCallerCancels(t *testing.T) {
 	f := newFake(t, stall("text.sse", 2))
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err := f.provider(t).Round(ctx, request, func(string) { cancel() })
+	_, err := f.provider(t).Round(ctx, request, func(runtime.Delta) { cancel() })
 	noKey(t, err)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error = %v, want context.Canceled", err)
@@ -495,5 +495,25 @@ func TestRoundTitleRequest(t *testing.T) {
 	body := f.body(0)
 	if body["max_tokens"] != float64(32) || body["tools"] != nil || len(body["messages"].([]any)) != 2 {
 		t.Errorf("title request body = %v, want two messages, max_tokens 32 and no tools", body)
+	}
+}
+
+func TestRoundThinking(t *testing.T) {
+	f := newFake(t, replay("reasoning.sse"))
+	var got []runtime.Delta
+	res, err := f.provider(t).Round(context.Background(), request, func(d runtime.Delta) { got = append(got, d) })
+	if err != nil {
+		t.Fatalf("Round: %v", err)
+	}
+	want := []runtime.Delta{{Text: "The customer ", Thinking: true}, {Text: "asks about ORD-1042; ", Thinking: true},
+		{Text: "check delivery first.", Thinking: true}, {Text: "It was "}, {Text: "delivered."}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("deltas = %+v\nwant %+v", got, want)
+	}
+	if res.Text != "It was delivered." || res.Thinking != "The customer asks about ORD-1042; check delivery first." {
+		t.Errorf("text %q, thinking %q: want the answer and the reasoning apart", res.Text, res.Thinking)
+	}
+	if want := (runtime.Usage{InputTokens: 20, OutputTokens: 12}); res.Usage != want {
+		t.Errorf("usage = %+v, want %+v", res.Usage, want)
 	}
 }

@@ -105,7 +105,8 @@ func (p *parser) script(node *yaml.Node) (*Script, error) {
 func (p *parser) round(num int, n *yaml.Node) (Round, error) {
 	var r Round
 	what := fmt.Sprintf("round %d", num)
-	err := p.fields(n, what, []string{"delay", "text", "tool_calls", "if_denied"}, func(k, v *yaml.Node) error {
+	var textNode *yaml.Node
+	err := p.fields(n, what, []string{"delay", "text", "deltas", "tool_calls", "if_denied"}, func(k, v *yaml.Node) error {
 		if yamlnode.IsNull(v) {
 			return nil
 		}
@@ -119,7 +120,26 @@ func (p *parser) round(num int, n *yaml.Node) (Round, error) {
 				return p.Errorf(v, "delay must not be negative")
 			}
 			r.Delay = d
+		case "deltas":
+			if textNode != nil {
+				return p.Errorf(k, "%s: give text or deltas, not both", what)
+			}
+			textNode = k
+			if v.Kind != yaml.SequenceNode {
+				return p.Errorf(v, "deltas must be a list of {text, after}")
+			}
+			for j, dn := range v.Content {
+				d, err := p.delta(fmt.Sprintf("%s, delta %d", what, j+1), yamlnode.Resolve(dn))
+				if err != nil {
+					return err
+				}
+				r.Deltas = append(r.Deltas, d)
+			}
 		case "text":
+			if textNode != nil {
+				return p.Errorf(k, "%s: give text or deltas, not both", what)
+			}
+			textNode = k
 			switch v.Kind {
 			case yaml.ScalarNode:
 				r.Text = []string{v.Value}
@@ -158,6 +178,43 @@ func (p *parser) round(num int, n *yaml.Node) (Round, error) {
 		return nil
 	})
 	return r, err
+}
+
+// delta reads one timed piece: {text: "…", after: 250ms, thinking: true}.
+func (p *parser) delta(what string, n *yaml.Node) (Delta, error) {
+	var d Delta
+	seen := false
+	err := p.fields(n, what, []string{"text", "after", "thinking"}, func(k, v *yaml.Node) error {
+		if v.Kind != yaml.ScalarNode {
+			return p.Errorf(v, "%s: %s must be a plain value", what, k.Value)
+		}
+		switch k.Value {
+		case "text":
+			d.Text, seen = v.Value, true
+		case "after":
+			after, err := time.ParseDuration(v.Value)
+			if err != nil {
+				return p.Errorf(v, "after %q is not a duration (write 250ms)", v.Value)
+			}
+			if after < 0 {
+				return p.Errorf(v, "after must not be negative")
+			}
+			d.After = after
+		case "thinking":
+			switch v.Value {
+			case "true":
+				d.Thinking = true
+			case "false":
+			default:
+				return p.Errorf(v, "thinking must be true or false")
+			}
+		}
+		return nil
+	})
+	if err == nil && !seen {
+		err = p.Errorf(n, "%s has no text", what)
+	}
+	return d, err
 }
 
 func (p *parser) call(what string, n *yaml.Node) (Call, error) {

@@ -47,10 +47,11 @@ var orderID = regexp.MustCompile(`[A-Z]+-[0-9]+`)
 
 // Round answers with round req.Round of the script (counted from 1). It
 // fails when the script has fewer rounds, and with ctx's error when ctx ends
-// during the round's delay. Every turn of a conversation plays the script
+// during the round's delay or between its deltas (the pieces sent before
+// stay sent, as a model's do). Every turn of a conversation plays the script
 // again, with ${prompt} and ${order_id} taken from the turn's message: "now
 // refund ORD-1002 too" refunds ORD-1002.
-func (p *provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta func(string)) (runtime.RoundResult, error) {
+func (p *provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta func(runtime.Delta)) (runtime.RoundResult, error) {
 	if req.Title {
 		if p.script.Title == "" {
 			return runtime.RoundResult{}, fmt.Errorf("scripted: the script has no title")
@@ -73,17 +74,29 @@ func (p *provider) Round(ctx context.Context, req runtime.RoundRequest, onDelta 
 		return runtime.RoundResult{}, fmt.Errorf("scripted: round %d: %w", req.Round, err)
 	}
 
-	var text strings.Builder
+	// Text answers at once, whole, as a model that does not stream; only
+	// Deltas stream, in time.
+	var text, thinking strings.Builder
 	for _, piece := range r.Text {
-		if onDelta != nil {
-			onDelta(piece)
-		}
 		text.WriteString(piece)
+	}
+	for _, d := range r.Deltas {
+		if err := sleep(ctx, d.After); err != nil {
+			return runtime.RoundResult{}, fmt.Errorf("scripted: round %d: %w", req.Round, err)
+		}
+		if onDelta != nil {
+			onDelta(runtime.Delta{Text: d.Text, Thinking: d.Thinking})
+		}
+		if d.Thinking {
+			thinking.WriteString(d.Text)
+		} else {
+			text.WriteString(d.Text)
+		}
 	}
 
 	prompt, turn := lastPrompt(req.Messages)
 	vars := strings.NewReplacer("${prompt}", prompt, "${order_id}", findOrderID(prompt))
-	res := runtime.RoundResult{Text: text.String()}
+	res := runtime.RoundResult{Text: text.String(), Thinking: thinking.String()}
 	for i, c := range r.ToolCalls {
 		args, err := json.Marshal(substitute(c.Arguments, vars))
 		if err != nil {

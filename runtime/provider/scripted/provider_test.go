@@ -69,19 +69,19 @@ func TestRoundSubstitution(t *testing.T) {
 	}
 }
 
-func TestRoundDeltasIDsAndUsage(t *testing.T) {
+func TestRoundTextIDsAndUsage(t *testing.T) {
 	s := &Script{Rounds: []Round{
 		{Text: []string{"Looking ", "up ", "the order."}, ToolCalls: []Call{{Name: "lookup_order"}, {Name: "lookup_customer"}}},
 		{Text: []string{"Done."}, ToolCalls: []Call{{Name: "refund_order"}}},
 	}}
 	p := New(s)
 	var deltas []string
-	res, err := p.Round(context.Background(), request(1, "ORD-1"), func(d string) { deltas = append(deltas, d) })
+	res, err := p.Round(context.Background(), request(1, "ORD-1"), func(d runtime.Delta) { deltas = append(deltas, d.Text) })
 	if err != nil {
 		t.Fatalf("Round 1: %v", err)
 	}
-	if want := []string{"Looking ", "up ", "the order."}; !reflect.DeepEqual(deltas, want) {
-		t.Errorf("deltas = %q, want %q", deltas, want)
+	if len(deltas) != 0 {
+		t.Errorf("deltas = %q, want none: text answers whole", deltas)
 	}
 	if got, want := res.Text, "Looking up the order."; got != want {
 		t.Errorf("Text = %q, want %q", got, want)
@@ -138,7 +138,7 @@ func TestRoundDelay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	start = time.Now()
-	_, err = slow.Round(ctx, request(1, "x"), func(string) { t.Error("onDelta called after cancellation") })
+	_, err = slow.Round(ctx, request(1, "x"), func(runtime.Delta) { t.Error("onDelta called after cancellation") })
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error = %v, want context.DeadlineExceeded", err)
 	}
@@ -224,5 +224,44 @@ func TestRoundIfDenied(t *testing.T) {
 	}
 	if _, err := Parse("x.yaml", []byte("rounds:\n  - if_denied: {if_denied: {text: x}}\n"), nil); err == nil || !strings.Contains(err.Error(), "if_denied of its own") {
 		t.Errorf("nested if_denied: %v, want refused", err)
+	}
+}
+
+func TestRoundStreamsTimedDeltas(t *testing.T) {
+	s := &Script{Rounds: []Round{{Deltas: []Delta{
+		{Text: "Hmm. ", Thinking: true},
+		{Text: "Refunding ", After: 60 * time.Millisecond},
+		{Text: "now.", After: 60 * time.Millisecond},
+	}}}}
+	start := time.Now()
+	type got struct {
+		d  runtime.Delta
+		at time.Duration
+	}
+	var seen []got
+	res, err := New(s).Round(context.Background(), request(1, "x"), func(d runtime.Delta) {
+		seen = append(seen, got{d, time.Since(start)})
+	})
+	if err != nil {
+		t.Fatalf("Round: %v", err)
+	}
+	if res.Text != "Refunding now." || res.Thinking != "Hmm. " {
+		t.Errorf("Text %q, Thinking %q; want the answer's pieces and the thinking's apart", res.Text, res.Thinking)
+	}
+	if len(seen) != 3 || !seen[0].d.Thinking || seen[1].d.Thinking || seen[2].d.Text != "now." {
+		t.Fatalf("deltas = %+v", seen)
+	}
+	// Each after counts from the piece before: 60 ms, then 120 ms.
+	if seen[1].at < 60*time.Millisecond || seen[2].at < 120*time.Millisecond || seen[2].at-seen[1].at < 60*time.Millisecond {
+		t.Errorf("pieces at %v, %v, %v: want the second after 60 ms and the third 60 ms after it", seen[0].at, seen[1].at, seen[2].at)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = New(s).Round(ctx, request(1, "x"), func(d runtime.Delta) {
+		if d.Thinking {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Round cancelled between deltas: %v, want context.Canceled", err)
 	}
 }

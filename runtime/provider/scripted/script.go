@@ -25,14 +25,63 @@ type Script struct {
 type Round struct {
 	// Delay is slept before the round answers, to imitate a slow model.
 	Delay time.Duration
-	// Text is the answer, as successive deltas.
+	// Text is the answer, given whole at the end of the round (its pieces
+	// joined): nothing streams.
 	Text []string
+	// Deltas, instead of Text, stream the answer (and thinking) piece by
+	// piece, in time.
+	Deltas []Delta
 	// ToolCalls are the calls the model asks for in this round.
 	ToolCalls []Call
 	// IfDenied, when set, is played instead when a person denied one of
 	// the calls the model made last: a scripted model that answers a
 	// denial as a real one would ("nothing was refunded").
 	IfDenied *Round
+}
+
+// Delta is a timed piece of a round's answer: sent After the piece before
+// it (the first, after the round's delay), as a model streams.
+type Delta struct {
+	Text  string
+	After time.Duration
+	// Thinking marks a piece of reasoning rather than of the answer.
+	Thinking bool
+}
+
+// deltaJSON is Delta as stored: the wait as a duration string.
+type deltaJSON struct {
+	Text     string `json:"text"`
+	After    string `json:"after,omitempty"`
+	Thinking bool   `json:"thinking,omitempty"`
+}
+
+// MarshalJSON writes the wait as a Go duration string ("250ms").
+func (d Delta) MarshalJSON() ([]byte, error) {
+	j := deltaJSON{Text: d.Text, Thinking: d.Thinking}
+	if d.After != 0 {
+		j.After = d.After.String()
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote; an unknown field or a wait
+// that is not a duration is an error.
+func (d *Delta) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var j deltaJSON
+	if err := dec.Decode(&j); err != nil {
+		return err
+	}
+	var after time.Duration
+	if j.After != "" {
+		var err error
+		if after, err = time.ParseDuration(j.After); err != nil {
+			return fmt.Errorf("after %q is not a duration", j.After)
+		}
+	}
+	*d = Delta{Text: j.Text, After: after, Thinking: j.Thinking}
+	return nil
 }
 
 // Call is one tool call of a round. String values in Arguments may contain
@@ -46,13 +95,14 @@ type Call struct {
 type roundJSON struct {
 	Delay     string   `json:"delay,omitempty"`
 	Text      []string `json:"text,omitempty"`
+	Deltas    []Delta  `json:"deltas,omitempty"`
 	ToolCalls []Call   `json:"tool_calls,omitempty"`
 	IfDenied  *Round   `json:"if_denied,omitempty"`
 }
 
 // MarshalJSON writes the delay as a Go duration string ("3s").
 func (r Round) MarshalJSON() ([]byte, error) {
-	j := roundJSON{Text: r.Text, ToolCalls: r.ToolCalls, IfDenied: r.IfDenied}
+	j := roundJSON{Text: r.Text, Deltas: r.Deltas, ToolCalls: r.ToolCalls, IfDenied: r.IfDenied}
 	if r.Delay != 0 {
 		j.Delay = r.Delay.String()
 	}
@@ -75,7 +125,7 @@ func (r *Round) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("delay %q is not a duration", j.Delay)
 		}
 	}
-	*r = Round{Delay: d, Text: j.Text, ToolCalls: j.ToolCalls, IfDenied: j.IfDenied}
+	*r = Round{Delay: d, Text: j.Text, Deltas: j.Deltas, ToolCalls: j.ToolCalls, IfDenied: j.IfDenied}
 	return nil
 }
 
@@ -131,6 +181,14 @@ func FromJSON(raw json.RawMessage) (*Script, error) {
 		if r.Delay < 0 {
 			return nil, fmt.Errorf("scripted: read script: round %d: delay must not be negative", i+1)
 		}
+		if len(r.Text) > 0 && len(r.Deltas) > 0 {
+			return nil, fmt.Errorf("scripted: read script: round %d: give text or deltas, not both", i+1)
+		}
+		for j, d := range r.Deltas {
+			if d.After < 0 {
+				return nil, fmt.Errorf("scripted: read script: round %d: delta %d: after must not be negative", i+1, j+1)
+			}
+		}
 		for j, c := range r.ToolCalls {
 			if c.Name == "" {
 				return nil, fmt.Errorf("scripted: read script: round %d: tool call %d has no name", i+1, j+1)
@@ -158,10 +216,16 @@ func (s *Script) MarshalYAML() (any, error) {
 		Name      string         `yaml:"name"`
 		Arguments map[string]any `yaml:"arguments,omitempty"`
 	}
+	type yamlDelta struct {
+		Text     string `yaml:"text"`
+		After    string `yaml:"after,omitempty"`
+		Thinking bool   `yaml:"thinking,omitempty"`
+	}
 	type yamlRound struct {
-		Delay     string     `yaml:"delay,omitempty"`
-		Text      any        `yaml:"text,omitempty"`
-		ToolCalls []yamlCall `yaml:"tool_calls,omitempty"`
+		Delay     string      `yaml:"delay,omitempty"`
+		Text      any         `yaml:"text,omitempty"`
+		Deltas    []yamlDelta `yaml:"deltas,omitempty"`
+		ToolCalls []yamlCall  `yaml:"tool_calls,omitempty"`
 	}
 	out := struct {
 		Rounds []yamlRound `yaml:"rounds"`
@@ -181,6 +245,13 @@ func (s *Script) MarshalYAML() (any, error) {
 			}
 		default:
 			yr.Text = r.Text
+		}
+		for _, d := range r.Deltas {
+			yd := yamlDelta{Text: d.Text, Thinking: d.Thinking}
+			if d.After != 0 {
+				yd.After = d.After.String()
+			}
+			yr.Deltas = append(yr.Deltas, yd)
 		}
 		for _, c := range r.ToolCalls {
 			args, _ := yamlValue(c.Arguments).(map[string]any)

@@ -95,6 +95,13 @@ func TestParseErrors(t *testing.T) {
 		{"arguments not a mapping", "rounds:\n  - tool_calls:\n      - name: lookup_order\n        arguments: [1]\n", "refund.yaml:4: arguments must be a mapping"},
 		{"arguments with number keys", "rounds:\n  - tool_calls:\n      - name: lookup_order\n        arguments: {a: {1: x}}\n", "refund.yaml:4: arguments cannot be written as JSON"},
 		{"key twice", "rounds:\n  - text: a\n    text: b\n", `refund.yaml:3: "text" is given twice (first on line 2)`},
+		{"text and deltas", "rounds:\n  - text: a\n    deltas: [{text: b}]\n", `refund.yaml:3: round 1: give text or deltas, not both`},
+		{"deltas not a list", "rounds:\n  - deltas: b\n", `refund.yaml:2: deltas must be a list of {text, after}`},
+		{"delta without text", "rounds:\n  - deltas: [{after: 1s}]\n", `refund.yaml:2: round 1, delta 1 has no text`},
+		{"delta bad after", "rounds:\n  - deltas:\n      - {text: a, after: soon}\n", `refund.yaml:3: after "soon" is not a duration`},
+		{"delta negative after", "rounds:\n  - deltas:\n      - {text: a, after: -1s}\n", `refund.yaml:3: after must not be negative`},
+		{"delta bad thinking", "rounds:\n  - deltas:\n      - {text: a, thinking: maybe}\n", `refund.yaml:3: thinking must be true or false`},
+		{"delta unknown key", "rounds:\n  - deltas:\n      - {text: a, wait: 1s}\n", `refund.yaml:3: unknown key "wait" in round 1, delta 1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,5 +199,35 @@ func TestFromJSONErrors(t *testing.T) {
 				t.Errorf("FromJSON(%s) error = %q, want it to contain %q", tt.raw, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestParseDeltasAndReadThemBack(t *testing.T) {
+	src := "rounds:\n  - deltas:\n      - {text: \"Weighing it. \", thinking: true}\n      - {text: \"Refunding \", after: 250ms}\n      - {text: \"now.\", after: 1s}\n    tool_calls:\n      - name: refund_order\n"
+	got := mustParse(t, src)
+	want := []Delta{{Text: "Weighing it. ", Thinking: true}, {Text: "Refunding ", After: 250 * time.Millisecond}, {Text: "now.", After: time.Second}}
+	if !reflect.DeepEqual(got.Rounds[0].Deltas, want) || got.Rounds[0].Text != nil {
+		t.Fatalf("deltas = %+v, text %q; want %+v and no text", got.Rounds[0].Deltas, got.Rounds[0].Text, want)
+	}
+	raw, err := got.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := FromJSON(raw)
+	if err != nil {
+		t.Fatalf("FromJSON(%s): %v", raw, err)
+	}
+	if !reflect.DeepEqual(back, got) {
+		t.Errorf("read back from JSON:\n got %+v\nwant %+v", back, got)
+	}
+	y, err := yaml.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := mustParse(t, string(y)); !reflect.DeepEqual(again, got) {
+		t.Errorf("read back from YAML %s:\n got %+v\nwant %+v", y, again, got)
+	}
+	if _, err := FromJSON([]byte(`{"rounds":[{"text":["a"],"deltas":[{"text":"b"}]}]}`)); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("FromJSON of text and deltas: %v, want an error saying not both", err)
 	}
 }

@@ -1,0 +1,58 @@
+package web_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// textSeen is what the playground showed while the model wrote.
+type textSeen struct {
+	Texts    []string `json:"texts"`
+	Thinking string   `json:"thinking"`
+	LiveGone bool     `json:"liveGone"`
+}
+
+// watchLiveText notes the live item's text at each DOM mutation, and
+// answers once the round's llm step is on the page.
+const watchLiveText = `() => {
+	const seen = window.__turnstileText || (window.__turnstileText = {texts: [], thinking: ''});
+	const text = document.querySelector('[data-testid="playground-live-text"]');
+	const thought = document.querySelector('[data-testid="playground-live-thinking"]');
+	if (text && seen.texts[seen.texts.length - 1] !== text.textContent) seen.texts.push(text.textContent);
+	if (thought) seen.thinking = thought.textContent;
+	if (!document.querySelector('[data-testid="playground-step"][data-kind="llm"]')) return false;
+	seen.liveGone = !document.querySelector('[data-testid="playground-live"]');
+	return seen;
+}`
+
+// TestBrowserPlaygroundShowsTextAsItIsWritten: the playground shows the
+// model's answer growing piece by piece, its thinking folded, and the
+// round's step takes the live text's place.
+func TestBrowserPlaygroundShowsTextAsItIsWritten(t *testing.T) {
+	a := newAppWith(t, 0, appEngine{configs: []string{streamerConfig}})
+	b := openTab(t, a, true)
+	b.signIn("admin")
+	b.do("start the streamer", stepTimeout,
+		chromedp.Navigate(b.base+"/playground"),
+		chromedp.WaitVisible(chromedp.CSS("#playground-prompt")),
+		loaded(),
+		chromedp.SetValue(chromedp.CSS("#playground-configuration"), "streamer"),
+		chromedp.SendKeys(chromedp.CSS("#playground-prompt"), "Refund "+a.Order(t)),
+		chromedp.Click(chromedp.CSS(`[data-testid="playground-form"] button[type="submit"]`)),
+	)
+	seen := get(b, "watch the text arrive", chromedp.PollFunction[textSeen](watchLiveText,
+		chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(stepTimeout)))
+	if len(seen.Texts) < 2 || seen.Texts[len(seen.Texts)-1] != "Refunding the order now." {
+		t.Errorf("the live text went %q, want it growing to the round's answer", seen.Texts)
+	}
+	for i := 1; i < len(seen.Texts); i++ {
+		if !strings.HasPrefix(seen.Texts[i], seen.Texts[i-1]) {
+			t.Errorf("the live text went %q, want each the one before and more", seen.Texts)
+		}
+	}
+	if seen.Thinking != "Weighing the refund. " || !seen.LiveGone {
+		t.Errorf("thinking %q, live item gone %v: want the thought folded, and the step in the live text's place", seen.Thinking, seen.LiveGone)
+	}
+}
