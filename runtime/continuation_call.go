@@ -142,7 +142,10 @@ func (c *Continuation) handle(ctx context.Context, call ToolCall) (Outcome, bool
 		o.OnToolStart(call.Name)
 	}
 	start := time.Now()
-	result, err := t.Call(ctx, Invocation{RunID: c.run.ID, OwnerID: c.run.OwnerID, CallID: call.ID, Arguments: call.Arguments})
+	result, err, ended := c.callTool(t, Invocation{RunID: c.run.ID, OwnerID: c.run.OwnerID, CallID: call.ID, Arguments: call.Arguments})
+	if !ended {
+		return c.callCut(ctx, call, spec, time.Since(start))
+	}
 	return c.toolResult(ctx, call, result, err, time.Since(start))
 }
 
@@ -231,8 +234,12 @@ func (c *Continuation) round(ctx context.Context) error {
 	if d, ok := c.obs.(DeltaObserver); ok {
 		onDelta = d.OnDelta
 	}
-	res, err := provider.Round(ctx, RoundRequest{Round: c.state.Iterations - c.state.FirstRound + 1, Model: c.cfg.Provider.Model,
-		Messages: c.state.Messages, Tools: specs}, onDelta)
+	streamed := keepDeltas(onDelta)
+	res, err := provider.Round(c.calls, RoundRequest{Round: c.state.Iterations - c.state.FirstRound + 1, Model: c.cfg.Provider.Model,
+		Messages: c.state.Messages, Tools: specs}, streamed.add)
+	if err != nil && c.halted.Err() != nil {
+		return c.roundCut(ctx, res, streamed.text.String(), time.Since(start))
+	}
 	if err != nil {
 		return providerError{err}
 	}

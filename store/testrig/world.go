@@ -85,8 +85,9 @@ func PasswordHash(hash string) Option {
 	return func(s *settings) { s.hash = hash }
 }
 
-// Engine sets the engine's options: Lease, Sealer, Source, Metrics, Logger.
-// Store, Tools, Providers and Validator are always the world's.
+// Engine sets the engine's options: Lease, Sealer, Source, Metrics, Logger,
+// and Providers when a test brings its own. Store, Tools and Validator are
+// always the world's.
 func Engine(o runtime.Options) Option {
 	return func(s *settings) { s.engine = o }
 }
@@ -139,10 +140,13 @@ func New(t testing.TB, opts ...Option) *World {
 }
 
 // NewEngine returns another engine on the world's store and tools, with
-// the scripted provider and the schema validator: another process. The
-// rest of its options are o's.
+// the scripted provider (unless o names providers of a test's own) and the
+// schema validator: another process. The rest of its options are o's.
 func (w *World) NewEngine(o runtime.Options) *runtime.Engine {
-	o.Store, o.Tools, o.Providers, o.Validator = w.Store, w.Tools, scripted.Factory, schema.New()
+	o.Store, o.Tools, o.Validator = w.Store, w.Tools, schema.New()
+	if o.Providers == nil {
+		o.Providers = scripted.Factory
+	}
 	return runtime.New(o)
 }
 
