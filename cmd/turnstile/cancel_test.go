@@ -1,9 +1,12 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -128,4 +131,80 @@ func TestCancelThroughAnotherServeStopsTheCallNow(t *testing.T) {
 			t.Errorf("run %d's refund is not recorded as interrupted", w.id)
 		}
 	})
+}
+
+// cancels is how many cancels TestCancelLatency makes: a few in the
+// suite, 100 for README's figure (go test -run TestCancelLatency
+// ./cmd/turnstile/ -args -cancels 100 -v).
+var cancels = flag.Int("cancels", 10, "cancels TestCancelLatency makes, half through the holding process, half through another")
+
+// TestCancelLatency: runs inside a 60-second tool call, each streamed by
+// the holding serve process, are cancelled one after another, half through
+// the holder and half through a second serve process on the same
+// database, each 0 to 500 ms into the call. From the DELETE sent, it times the run seen settled (a poll
+// every 2 ms) and the holder's stream's "cancelled" line; every one must
+// be within a second. -v logs the p50/p99 table of README's Figures.
+func TestCancelLatency(t *testing.T) {
+	r := newRig(t, sleepyYAML)
+	holder, other := startServe(t, r.DSN), startServe(t, r.DSN)
+	owner := newAPIClient(t, r, holder, r.owner, "run:start", "run:read")
+	through := map[string]*apiClient{
+		"holding process": newAPIClient(t, r, holder, r.owner, "run:cancel"),
+		"another process": newAPIClient(t, r, other, r.owner, "run:cancel"),
+	}
+	settled, lines := map[string][]time.Duration{}, map[string][]time.Duration{}
+	for i := range *cancels {
+		where := "holding process"
+		if i%2 == 1 {
+			where = "another process"
+		}
+		s := owner.stream(t, http.MethodPost, "/api/runs", map[string]string{"configuration": "sleepy", "prompt": "go"})
+		s.WaitFor(t, 10*time.Second, "the model's round", func(l testrig.Line) bool {
+			step, _ := l.Value["step"].(map[string]any)
+			return l.Type() == "step" && step["kind"] == string(runtime.KindLLM)
+		})
+		var id int64
+		if err := r.DB.Get(&id, `SELECT MAX(id) FROM runs`); err != nil {
+			t.Fatal(err)
+		}
+		// A person cancels at any moment of the call, not in step with
+		// the holder's poll, which started with the run: the cancel comes
+		// 0 to 500 ms into the call.
+		time.Sleep(time.Duration(rand.Int64N(int64(500 * time.Millisecond))))
+		sent := cancelAt(t, through[where], id)
+		for r.Count(t, `SELECT COUNT(*) FROM runs WHERE id = ? AND status = 'cancelled'`, id) == 0 {
+			if time.Since(sent) > 10*time.Second {
+				t.Fatalf("run %d not cancelled 10 s after the cancel through the %s", id, where)
+			}
+			time.Sleep(2 * time.Millisecond) // the measurement's resolution, not a synchronisation
+		}
+		settled[where] = append(settled[where], time.Since(sent))
+		last := s.WaitFor(t, 10*time.Second, "the last line", func(l testrig.Line) bool {
+			return l.Type() != "step" && l.Type() != "keepalive"
+		})
+		s.Close()
+		if last.Type() != "cancelled" {
+			t.Fatalf("run %d's stream ended with %s, want cancelled", id, last)
+		}
+		lines[where] = append(lines[where], last.Arrived.Sub(sent))
+	}
+	t.Logf("| cancel through | n | run settled p50 | p99 | stream's cancelled line p50 | p99 |")
+	t.Logf("|---|---|---|---|---|---|")
+	for _, where := range []string{"holding process", "another process"} {
+		s, l := slices.Sorted(slices.Values(settled[where])), slices.Sorted(slices.Values(lines[where]))
+		if len(s) == 0 {
+			continue
+		}
+		t.Logf("| %s | %d | %s | %s | %s | %s |", where, len(s), nearestRank(s, 50), nearestRank(s, 99), nearestRank(l, 50), nearestRank(l, 99))
+		if worst := max(s[len(s)-1], l[len(l)-1]); worst > time.Second {
+			t.Errorf("a cancel through the %s took %s, want every one within 1s", where, worst)
+		}
+	}
+}
+
+// nearestRank is the nearest-rank percentile p of sorted durations, to
+// the tenth of a millisecond.
+func nearestRank(sorted []time.Duration, p int) time.Duration {
+	i := (p*len(sorted)+99)/100 - 1
+	return sorted[max(i, 0)].Round(100 * time.Microsecond)
 }
