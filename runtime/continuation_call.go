@@ -138,6 +138,11 @@ func (c *Continuation) handle(ctx context.Context, call ToolCall) (Outcome, bool
 			return c.stopped(err), true
 		}
 	}
+	if c.halted.Err() != nil {
+		// Cancelled before the call started: nothing to cut short (the
+		// cancel's commit clears a stamp).
+		return c.cancelled(ctx), true
+	}
 	if o, ok := c.obs.(ToolObserver); ok {
 		o.OnToolStart(call.Name)
 	}

@@ -24,7 +24,8 @@
 //	continuation.go                 a claimed run carried on: loading it, applying its decision
 //	continuation_call.go            the next call, whether it needs a person, running it, the model's rounds
 //	continuation_end.go             one commit per step, and pausing, settling, cancelling, handing back
-//	leases.go                       one timer renews every held lease
+//	continuation_cancel.go          a cancel inside a model round or a tool call: the call cut short, what it left
+//	leases.go                       one timer renews every held lease and looks for cancels asked elsewhere
 //	worker.go, worker_sweep.go      workers: decided, queued and orphaned runs; dead tokens and sessions
 //	deadline.go, deadline_expiry.go decision deadlines: the keys, and what a worker does when one passes
 //	follow.go, follow_feed.go       following a run someone else continues: one look, and one poll per process

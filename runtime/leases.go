@@ -22,11 +22,13 @@ type Lease struct {
 const cancelPoll = 250 * time.Millisecond
 
 // leaseKeeper renews the leases of every continuation an engine holds, on
-// one timer, and stops the calls of those whose run someone cancelled. A step's commit renews its own lease; the keeper covers the
-// long steps in between (a slow tool, a slow model). One timer and one
-// UPDATE per batch of runs, rather than a goroutine and an UPDATE per held
-// run, is what lets a server hold 10,000 silent continuations on a short
-// lease: they cost a few statements every lease/3, not 1,000 a second.
+// one goroutine, and stops the calls of those whose run someone cancelled.
+// A step's commit renews its own lease; the keeper covers the long steps
+// in between (a slow tool, a slow model). One timer and one UPDATE per
+// batch of runs, rather than a goroutine and an UPDATE per held run, is
+// what lets a server hold 10,000 silent continuations on a short lease:
+// they cost a few statements every lease/3, not 1,000 a second; and one
+// read every cancelPoll finds the cancels among them.
 type leaseKeeper struct {
 	store Store
 	lease time.Duration
