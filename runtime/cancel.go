@@ -8,12 +8,15 @@ import (
 // CancelResult says what a cancel did.
 type CancelResult struct {
 	// Status is cancelled when the run was idle, or running when its
-	// holder will cancel it at the next step boundary.
+	// holder stops it: at once when it is inside a model or tool call
+	// (within about a second on another process), else at its next step
+	// boundary.
 	Status Status
 }
 
 // Cancel cancels a run from any non-terminal state: at once when nobody
-// holds it, cooperatively at the next step boundary when it runs. Only the
+// holds it; when it runs, its holder stops the call in flight and settles
+// it. Only the
 // owner and admins may cancel. Refusals: not_found (also for anyone else),
 // not_waiting (already settled).
 func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelResult, error) {
@@ -36,6 +39,10 @@ func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelRe
 		if run.Status == StatusRunning {
 			err = e.store.RequestCancel(ctx, runID)
 			if err == nil {
+				// Held here: its call in flight stops now. Held by another
+				// process: that one's lease keeper sees the flag within
+				// cancelPoll.
+				e.leases.halt(runID)
 				return CancelResult{Status: StatusRunning}, nil
 			}
 		} else {

@@ -62,13 +62,21 @@ type Continuation struct {
 	extra       map[string]Tool     // the configuration's tools from its ToolSource
 	unavailable []*UnavailableError // what of them the ToolSource could not bring
 	lost        atomic.Bool
+	// halted ends when the run was cancelled while this continuation held
+	// it (halt); calls, Run's context cancelled with it, is the context of
+	// the model's rounds and the tool calls, so that a cancel stops the
+	// call in flight rather than waiting for its end.
+	halted context.Context
+	halt   context.CancelFunc
+	calls  context.Context
 	// rewrite is the index of the first stored transcript message the
 	// next commit writes again (an edited call's message), or -1.
 	rewrite int
 }
 
 func (e *Engine) continuation(run *Run, cfg *Configuration, state State, d *DecisionRecord) *Continuation {
-	return &Continuation{e: e, run: run, cfg: cfg, state: state, decision: d, rewrite: -1}
+	halted, halt := context.WithCancel(context.Background())
+	return &Continuation{e: e, run: run, cfg: cfg, state: state, decision: d, rewrite: -1, halted: halted, halt: halt}
 }
 
 // RunID is the id of the claimed run.
@@ -108,6 +116,10 @@ func (c *Continuation) Run(ctx context.Context, obs Observer) Outcome {
 		obs = noObserver{}
 	}
 	c.obs = obs
+	calls, stopCalls := context.WithCancel(ctx)
+	defer stopCalls()
+	defer context.AfterFunc(c.halted, stopCalls)()
+	c.calls = calls
 	// Released even if a step panics (net/http recovers a handler's panic
 	// and serves on): a lease renewed for a dead continuation would keep
 	// its run from every worker.
@@ -158,7 +170,9 @@ func (c *Continuation) execute(ctx context.Context) Outcome {
 		}
 	}
 	for {
-		if c.cancel {
+		if c.cancel || c.halted.Err() != nil {
+			// halted only ever follows a cancel request that the store
+			// has: cancelled reads its reason from there.
 			return c.cancelled(ctx)
 		}
 		if c.e.isDraining() {

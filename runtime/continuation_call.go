@@ -138,11 +138,19 @@ func (c *Continuation) handle(ctx context.Context, call ToolCall) (Outcome, bool
 			return c.stopped(err), true
 		}
 	}
+	if c.halted.Err() != nil {
+		// Cancelled before the call started: nothing to cut short (the
+		// cancel's commit clears a stamp).
+		return c.cancelled(ctx), true
+	}
 	if o, ok := c.obs.(ToolObserver); ok {
 		o.OnToolStart(call.Name)
 	}
 	start := time.Now()
-	result, err := t.Call(ctx, Invocation{RunID: c.run.ID, OwnerID: c.run.OwnerID, CallID: call.ID, Arguments: call.Arguments})
+	result, err, ended := c.callTool(t, Invocation{RunID: c.run.ID, OwnerID: c.run.OwnerID, CallID: call.ID, Arguments: call.Arguments})
+	if !ended {
+		return c.callCut(ctx, call, spec, time.Since(start))
+	}
 	return c.toolResult(ctx, call, result, err, time.Since(start))
 }
 
@@ -228,8 +236,14 @@ func (c *Continuation) round(ctx context.Context) error {
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	start := time.Now()
 	flow := c.newDeltaFlow()
-	res, err := provider.Round(ctx, RoundRequest{Round: c.state.Iterations - c.state.FirstRound + 1, Model: c.cfg.Provider.Model,
+	res, err := provider.Round(c.calls, RoundRequest{Round: c.state.Iterations - c.state.FirstRound + 1, Model: c.cfg.Provider.Model,
 		Messages: c.state.Messages, Tools: specs}, flow.add)
+	if err != nil && c.halted.Err() != nil {
+		// Cut short by a cancel: the round's step keeps the text it
+		// streamed, so the partial answer is not kept beside it.
+		flow.end(false)
+		return c.roundCut(ctx, res, flow.answer(), time.Since(start))
+	}
 	flow.end(err != nil)
 	if err != nil {
 		return providerError{err}

@@ -100,3 +100,9 @@ func (d *deltaFlow) end(kept bool) {
 	d.mu.Unlock()
 	d.partial.end(kept)
 }
+
+// answer is the answer (not the thinking) the round streamed so far.
+func (d *deltaFlow) answer() string {
+	text, _ := d.partial.answer()
+	return text
+}

@@ -26,7 +26,8 @@
 //	continuation_end.go             one commit per step, and pausing, settling, cancelling, handing back
 //	continuation_delta.go           the text a round streams, coalesced over 75 ms to readers
 //	continuation_partial.go         the answer a round is streaming, written for readers (run_partials)
-//	leases.go                       one timer renews every held lease
+//	continuation_cancel.go          a cancel inside a model round or a tool call: the call cut short, what it left
+//	leases.go                       one timer renews every held lease and looks for cancels asked elsewhere
 //	worker.go, worker_sweep.go      workers: decided, queued and orphaned runs; dead tokens and sessions
 //	deadline.go, deadline_expiry.go decision deadlines: the keys, and what a worker does when one passes
 //	follow.go, follow_feed.go       following a run someone else continues: one look, and one poll per process

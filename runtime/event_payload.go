@@ -72,6 +72,9 @@ type LLMPayload struct {
 	Text      Content       `json:"text"`
 	ToolCalls []CallPayload `json:"tool_calls"`
 	Usage     Usage         `json:"usage"`
+	// Cancelled: a cancel cut the round short; Text is what the model
+	// had written by then, and its calls were dropped.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 // Kind is KindLLM.
@@ -83,6 +86,9 @@ type ToolPayload struct {
 	Tool    string  `json:"tool"`
 	IsError bool    `json:"is_error"`
 	Result  Content `json:"result"`
+	// Interrupted: a cancel cut a write short; whether it happened is
+	// unknown, and it is never repeated.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Kind is KindTool.

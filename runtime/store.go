@@ -63,6 +63,9 @@ type Store interface {
 	// RenewLeases extends the leases of many held runs at once and returns
 	// the runs among them that their holder no longer holds.
 	RenewLeases(ctx context.Context, held []Lease, lease time.Duration) (lost []int64, err error)
+	// CancelsRequested lists the running runs someone asked to cancel,
+	// each with its holder, in one cheap read.
+	CancelsRequested(ctx context.Context) ([]Lease, error)
 	// MarkPendingEffect stamps the call whose non-idempotent write is about
 	// to run (and renews the lease); ErrLeaseLost when not held,
 	// ErrCancelRequested (nothing stamped) when someone asked to cancel

@@ -98,3 +98,19 @@ func (s *Store) TakeOver(ctx context.Context, runID int64, claimedBy string, lea
 	}
 	return nil
 }
+
+// CancelsRequested lists the running runs whose cancel flag is set, with
+// their holders: what every process that holds runs polls to learn of a
+// cancel asked through another process. The flagged running runs are few
+// (a holder settles one within a second) and the index runs_cancel_requested
+// holds exactly them at its front, so the read costs the same whether the
+// cluster runs ten runs or ten thousand.
+func (s *Store) CancelsRequested(ctx context.Context) ([]runtime.Lease, error) {
+	var flagged []runtime.Lease
+	if err := s.db.SelectContext(ctx, &flagged, `
+		SELECT id, COALESCE(claimed_by, '') AS claimed_by FROM runs FORCE INDEX (runs_cancel_requested)
+		WHERE status = 'running' AND cancel_requested = 1`); err != nil {
+		return nil, fmt.Errorf("store: read cancel requests: %w", err)
+	}
+	return flagged, nil
+}

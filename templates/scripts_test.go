@@ -30,7 +30,7 @@ func TestScripts(t *testing.T) {
 		{"playground", func() *html.Node {
 			_, doc := htmltest.Render(t, Playground(PlaygroundPage{Page: samplePage()}))
 			return doc
-		}, []string{"/static/enhance.js", "/static/inbox.js", "/static/playground.js"}},
+		}, []string{"/static/enhance.js", "/static/inbox.js", "/static/playground.js", "/static/cancel.js"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string

@@ -68,8 +68,9 @@ func TestNativeDecisionFlashesTheOutcome(t *testing.T) {
 }
 
 // TestCancelWhileADecisionRuns: the owner cancels a run whose continuation
-// runs inside the approver's request; the owner is told it stops at its
-// next step, and the approver's flash says it was cancelled.
+// runs inside the approver's request; the owner's answer waits for the
+// holder to stop and says it was cancelled, and so does the approver's
+// flash.
 func TestCancelWhileADecisionRuns(t *testing.T) {
 	a := newApp(t, 0)
 	paused, _ := a.Waiting(t, "crawl")
@@ -96,7 +97,7 @@ func TestCancelWhileADecisionRuns(t *testing.T) {
 	a.WaitStatus(t, id, runtime.StatusRunning, 10*time.Second)
 	res, _ := owner.post(runPath(id, "/cancel"), url.Values{})
 	wantRedirect(t, res, runPath(id, ""))
-	if got, want := owner.flashText(), fmt.Sprintf("Run %d stops at its next step.", id); got != want {
+	if got, want := owner.flashText(), fmt.Sprintf("Run %d was cancelled.", id); got != want {
 		t.Errorf("owner's flash = %q, want %q", got, want)
 	}
 

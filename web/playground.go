@@ -34,6 +34,9 @@ import (
 // like any in-request continuation: with none free the answer is 503 with
 // Retry-After, before anything is claimed.
 
+// runIDHeader names the run a playground answer carries out.
+const runIDHeader = "Turnstile-Run-Id"
+
 // playgroundWantsPage reports whether a playground request is answered
 // with the page (a native form post) rather than JSON.
 func playgroundWantsPage(r *http.Request) bool {
@@ -108,6 +111,10 @@ func (s *Server) playgroundInput(w http.ResponseWriter, r *http.Request, ps http
 // playgroundRun answers a claimed continuation as the request asked: see
 // the top of this file. Admins read every run in full.
 func (s *Server) playgroundRun(w http.ResponseWriter, r *http.Request, c *runtime.Continuation, prompt string) {
+	// Before the first line: playground.js offers a Cancel button for the
+	// run while it streams, and a new run's id is in no line until the
+	// last.
+	w.Header().Set(runIDHeader, strconv.FormatInt(c.RunID(), 10))
 	switch {
 	case r.Form.Get("stream") == "1":
 		s.streamSteps(w, r, c, true)

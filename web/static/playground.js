@@ -135,6 +135,15 @@
 				el('button', { type: 'submit', name: 'decision', value: 'deny', 'class': 'danger' }, 'Deny')));
 	}
 
+	// cancelForm is the Cancel button of a run that streams, the form of
+	// templates/components.templ's cancelForm.
+	function cancelForm(id) {
+		return el('form', { method: 'post', action: '/runs/' + encodeURIComponent(String(id)) + '/cancel', 'class': 'actions',
+			'data-cancel': 'playground', 'data-testid': 'cancel-form' },
+			hidden('csrf_token', csrfToken()),
+			el('button', { type: 'submit', 'class': 'danger', 'data-testid': 'cancel-button' }, 'Cancel run'));
+	}
+
 	// fields reads the top-level properties of an input schema the way
 	// runtime/schema.Fields does: the first type other than null, else
 	// string; enum values as text.
@@ -232,11 +241,13 @@
 			} else {
 				box.appendChild(resumeForm(msg));
 			}
+			box.appendChild(cancelForm(msg.run_id));
 			break;
 		case 'awaiting_input':
 			box.appendChild(el('h3', {}, 'Waiting for input'));
 			box.appendChild(callsList(msg.pending_calls));
 			box.appendChild(inputForm(msg));
+			box.appendChild(cancelForm(msg.run_id));
 			break;
 		case 'cancelled':
 			box.appendChild(el('h3', {}, 'Cancelled'));
@@ -419,6 +430,13 @@
 			enable(form);
 			await refusal(response, form, p);
 			return;
+		}
+		var running = response.headers.get('Turnstile-Run-Id') || attr(p.out, 'data-run-id');
+		if (running) {
+			// Until the stream's last line replaces it (cancelled, when
+			// this is used): cancel.js sends it.
+			clear(p.outcome);
+			p.outcome.appendChild(cancelForm(running));
 		}
 		var finished = false;
 		try {
