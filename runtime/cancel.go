@@ -16,8 +16,7 @@ type CancelResult struct {
 
 // Cancel cancels a run from any non-terminal state: at once when nobody
 // holds it; when it runs, its holder stops the call in flight and settles
-// it. Only the
-// owner and admins may cancel. Refusals: not_found (also for anyone else),
+// it. Only the owner and admins may cancel. Refusals: not_found (also for anyone else),
 // not_waiting (already settled).
 func (e *Engine) Cancel(ctx context.Context, runID int64, actor Actor) (CancelResult, error) {
 	for attempt := 0; attempt < 5; attempt++ {

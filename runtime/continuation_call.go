@@ -147,11 +147,11 @@ func (c *Continuation) handle(ctx context.Context, call ToolCall) (Outcome, bool
 		o.OnToolStart(call.Name)
 	}
 	start := time.Now()
-	result, err, ended := c.callTool(t, Invocation{RunID: c.run.ID, OwnerID: c.run.OwnerID, CallID: call.ID, Arguments: call.Arguments})
+	end, ended := c.callTool(t, Invocation{RunID: c.run.ID, OwnerID: c.run.OwnerID, CallID: call.ID, Arguments: call.Arguments})
 	if !ended {
 		return c.callCut(ctx, call, spec, time.Since(start))
 	}
-	return c.toolResult(ctx, call, result, err, time.Since(start))
+	return c.toolResult(ctx, call, end.result, end.err, time.Since(start))
 }
 
 // missing is the result of a call of a tool the run does not have: why,

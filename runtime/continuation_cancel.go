@@ -50,7 +50,7 @@ type toolEnd struct {
 // when the call, cancelled, failed (a write's effect is then unknown);
 // its late result is dropped and logged. A panic of the tool is raised
 // again here, on the continuation's goroutine, as if called directly.
-func (c *Continuation) callTool(t Tool, inv Invocation) (result string, err error, ended bool) {
+func (c *Continuation) callTool(t Tool, inv Invocation) (end toolEnd, ended bool) {
 	done := make(chan toolEnd, 1)
 	started := time.Now()
 	go func() {
@@ -64,23 +64,17 @@ func (c *Continuation) callTool(t Tool, inv Invocation) (result string, err erro
 		end.result, end.err = t.Call(c.calls, inv)
 	}()
 	select {
-	case end := <-done:
+	case end = <-done:
 		if end.panic != nil {
 			panic(end.panic)
 		}
-		if end.err != nil && c.halted.Err() != nil {
-			return "", nil, false
-		}
-		return end.result, end.err, true
+		return end, end.err == nil || c.halted.Err() == nil
 	case <-c.halted.Done():
 	}
 	select {
-	case end := <-done:
+	case end = <-done:
 		// Returned together with the cancel: a result is known.
-		if end.panic == nil && end.err == nil {
-			return end.result, nil, true
-		}
-		return "", nil, false
+		return end, end.panic == nil && end.err == nil
 	default:
 	}
 	name, log := t.Spec().Name, c.e.log
@@ -89,7 +83,7 @@ func (c *Continuation) callTool(t Tool, inv Invocation) (result string, err erro
 		log.Warn("result of a cancelled run's tool call dropped", "run", inv.RunID, "call", inv.CallID,
 			"tool", name, "after", time.Since(started).Round(time.Millisecond), "failed", end.err != nil || end.panic != nil)
 	}()
-	return "", nil, false
+	return toolEnd{}, false
 }
 
 // callCut records a tool call that a cancel cut short, as its result (the

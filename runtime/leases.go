@@ -96,12 +96,15 @@ func (k *leaseKeeper) loop() {
 			k.mu.Unlock()
 			return
 		}
-		held := maps.Clone(k.held)
+		var held map[int64]*Continuation
+		if renew {
+			held = maps.Clone(k.held)
+		}
 		k.mu.Unlock()
 		if renew {
 			k.renew(held)
 		} else {
-			k.cancels(held)
+			k.cancels()
 		}
 	}
 }
@@ -110,7 +113,7 @@ func (k *leaseKeeper) loop() {
 // through another process (a cancel through this one halts at once). It
 // asks for every flagged running run, not for the held ones by id: the
 // flagged are few and indexed, the held may be thousands.
-func (k *leaseKeeper) cancels(held map[int64]*Continuation) {
+func (k *leaseKeeper) cancels() {
 	ctx, cancel := context.WithTimeout(context.Background(), k.lease/3)
 	defer cancel()
 	flagged, err := k.store.CancelsRequested(ctx)
@@ -118,8 +121,12 @@ func (k *leaseKeeper) cancels(held map[int64]*Continuation) {
 		k.log.Warn("looking for cancel requests failed", "err", err)
 		return
 	}
+	// The flagged are few: looked up one by one, not against a copy of
+	// the held, which may be thousands.
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	for _, l := range flagged {
-		if c := held[l.RunID]; c != nil && c.run.ClaimedBy == l.ClaimedBy {
+		if c := k.held[l.RunID]; c != nil && c.run.ClaimedBy == l.ClaimedBy {
 			c.halt()
 		}
 	}

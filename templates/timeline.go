@@ -63,6 +63,7 @@ type ModelStep struct {
 	Text                      Content
 	Calls                     []StepCall
 	InputTokens, OutputTokens int
+	Cancelled                 bool // a cancel cut the round short: Text is what it had written
 }
 
 // StepCall is one tool call a model round made or a pause asks about.
@@ -79,6 +80,7 @@ type ToolStep struct {
 	CallID, Name string
 	Error        bool
 	Result       Content
+	Interrupted  bool // a cancel cut a write short: whether it happened is unknown
 }
 
 // PauseStep is the run stopping for a person.

@@ -32,9 +32,10 @@ func timelineEvent(e runtime.Event) templates.TimelineEvent {
 	switch p := p.(type) {
 	case *runtime.LLMPayload:
 		v.Model = &templates.ModelStep{Text: shownContent(p.Text), Calls: stepCalls(p.ToolCalls, nil),
-			InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens}
+			InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens, Cancelled: p.Cancelled}
 	case *runtime.ToolPayload:
-		v.Tool = &templates.ToolStep{CallID: p.CallID, Name: p.Tool, Error: p.IsError, Result: shownContent(p.Result)}
+		v.Tool = &templates.ToolStep{CallID: p.CallID, Name: p.Tool, Error: p.IsError, Result: shownContent(p.Result),
+			Interrupted: p.Interrupted}
 	case *runtime.SuspendPayload:
 		lines, _ := p.Previews.Value.(map[string]any)
 		v.Pause = &templates.PauseStep{Kind: p.TurnKind, Note: p.Note, Calls: stepCalls(p.Calls, lines)}

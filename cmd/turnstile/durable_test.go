@@ -576,8 +576,11 @@ func TestCancelRequestedAtAHandOffStopsTheWorkerBeforeTheWrite(t *testing.T) {
 			return
 		}
 		// Right after the approval is recorded, before the refund: the
-		// owner cancels, and the server starts shutting down.
-		res, err := r.Engine.Cancel(ctx, w.id, r.owner)
+		// owner cancels through another process (one through this one
+		// would stop the continuation at once, before any hand-off), and
+		// the server starts shutting down before its next poll of the
+		// cancels could see it.
+		res, err := r.NewEngine(runtime.Options{Lease: testLease}).Cancel(ctx, w.id, r.owner)
 		if err != nil || res.Status != runtime.StatusRunning {
 			t.Errorf("cancel of the running run = %+v, %v; want a cooperative cancel (running)", res, err)
 		}
