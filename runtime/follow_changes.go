@@ -280,6 +280,27 @@ func linesOf(cs []RunChange, floor FeedCursor) []FeedLine {
 	return lines
 }
 
+// FeedCursor is a cursor from which a client misses no change committed
+// after now: the poller's floor while it runs, else a position read from
+// the store. A page takes one before it reads what it shows, for its
+// script to attach the feed from.
+func (e *Engine) FeedCursor(ctx context.Context) (FeedCursor, error) {
+	f := e.changes
+	f.mu.Lock()
+	if f.primed {
+		c := FeedCursor{Pos: f.floor, At: f.polled}
+		f.mu.Unlock()
+		return c, nil
+	}
+	f.mu.Unlock()
+	f.queries.Add(1)
+	pos, err := e.store.ChangesSettled(ctx, changeGrace)
+	if err != nil {
+		return FeedCursor{}, fmt.Errorf("runtime: position in the change log: %w", err)
+	}
+	return FeedCursor{Pos: pos, At: time.Now()}, nil
+}
+
 // Attached is the cursor the client starts from.
 func (w *ChangeWatch) Attached() FeedCursor { return w.attached }
 

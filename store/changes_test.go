@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/store/testrig"
@@ -85,5 +86,80 @@ func TestChangeLogOfBulkClaimsAndCancels(t *testing.T) {
 	}
 	if got := changesOf(t, w, runs[2].RunID); len(got) != 3 || got[2] != "settled:cancelled" {
 		t.Fatalf("cancelled run: changes = %q, want settled:cancelled last", got)
+	}
+}
+
+// nextChanges waits for the watch's next lines.
+func nextChanges(t *testing.T, fw *runtime.ChangeWatch) []runtime.FeedLine {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lines, err := fw.Next(ctx)
+	if err != nil {
+		t.Fatalf("no changes within 10s: %v", err)
+	}
+	return lines
+}
+
+// A change whose id was allocated before another's but committed after it
+// (AUTO_INCREMENT ids are handed out at the INSERT) still reaches every
+// client: the poller keeps asking for the id it skipped. A client that
+// resumes from the cursor of the later change gets the earlier one too.
+func TestChangeFeedWaitsForALateCommit(t *testing.T) {
+	w := testrig.New(t, testrig.Configs(bulkYAML))
+	ctx := context.Background()
+	paused, _ := w.Waiting(t, "refund")
+	fw, err := w.Engine.WatchChanges(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fw.Close()
+
+	late, err := w.DB.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Rollback()
+	res, err := late.Exec(`INSERT INTO run_changes (run_id, change_kind, status) VALUES (?, 'settled', 'completed')`, paused.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lateID, _ := res.LastInsertId()
+
+	other, _ := w.Waiting(t, "refund")
+	var seen []int64
+	var cursor runtime.FeedCursor
+	for len(seen) < 2 {
+		for _, l := range nextChanges(t, fw) {
+			if l.Change.RunID != other.RunID {
+				t.Fatalf("got %+v before the late commit, want only run %d's changes", l.Change, other.RunID)
+			}
+			seen = append(seen, l.Change.ID)
+			cursor = l.Cursor
+		}
+	}
+	if seen[0] <= lateID {
+		t.Fatalf("ids %v, want them above the late one (%d)", seen, lateID)
+	}
+	if cursor.Pos >= lateID {
+		t.Fatalf("cursor %s after the skipped id %d: a client resuming from it would miss it", cursor, lateID)
+	}
+	if err := late.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextChanges(t, fw); len(got) != 1 || got[0].Change.ID != lateID || got[0].Change.Change != runtime.ChangeSettled {
+		t.Fatalf("after the late commit: %+v, want change %d", got, lateID)
+	}
+
+	resumed, err := w.Engine.WatchChanges(ctx, &cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close()
+	ids := map[int64]bool{}
+	for !ids[lateID] {
+		for _, l := range nextChanges(t, resumed) {
+			ids[l.Change.ID] = true
+		}
 	}
 }

@@ -23,7 +23,7 @@ const (
 )
 
 var lineTypes = []string{lineProgress, lineSettled, lineStep, lineTerminal, lineAttached, lineEvent, lineEnd, lineError, lineKeepalive,
-	lineFollowing, lineClaimed, lineDone}
+	lineFollowing, lineClaimed, lineDone, lineRun}
 
 // The live lines of text as the provider writes it. They are never
 // stored as events, and only who may read the run gets them. Declared for

@@ -54,6 +54,10 @@ type EventLog interface {
 	Events(ctx context.Context, runID int64, afterSeq int) ([]runtime.Event, error)
 	LastSeq(ctx context.Context, runID int64) (int, error)
 	Watch(runID int64, afterSeq int) *runtime.Watch
+	// WatchChanges attaches a client of the change feed (GET /api/feed),
+	// and FeedCursor is where a page's script attaches it from.
+	WatchChanges(ctx context.Context, after *runtime.FeedCursor) (*runtime.ChangeWatch, error)
+	FeedCursor(ctx context.Context) (runtime.FeedCursor, error)
 }
 
 // Users is what sign-in needs of the store.
@@ -256,6 +260,7 @@ func (s *Server) Handler() http.Handler {
 	r.GET("/api/runs/:id/events", s.apiStream(runtime.ScopeRunRead, s.apiEvents))
 	r.POST("/api/runs/:id/messages", s.api(runtime.ScopeRunStart, s.apiMessage))
 	r.GET("/api/runs/:id/messages", s.api(runtime.ScopeRunRead, s.apiMessages))
+	r.GET("/api/feed", s.apiStream(runtime.ScopeRunRead+" "+runtime.ScopeRunDecide, s.apiFeed))
 	r.POST("/api/runs/:id/decisions", s.api(runtime.ScopeRunDecide, s.apiDecide))
 	r.POST("/api/runs/:id/input", s.api(runtime.ScopeRunDecide, s.apiInput))
 	r.POST("/api/decisions", s.api(runtime.ScopeRunDecide, s.apiBulk))
