@@ -52,7 +52,6 @@ func change(t *testing.T, s *testrig.Stream, runID int64, kind string) testrig.L
 	})
 }
 
-
 // Every person's feed tells of the runs they may read (with the title)
 // or decide (without): the owner sees their run start, wait, be decided
 // by the approver and settle; the approver, who holds the approve grant
