@@ -235,6 +235,7 @@ func (s *Server) Handler() http.Handler {
 	r.GET("/inbox", s.signedIn(s.inbox))
 	r.GET("/inbox/continuing", s.signedIn(s.continuingList))
 	r.GET("/inbox/runs/:id", s.signedIn(s.inboxRunPage))
+	r.GET("/inbox/cards/:id", s.signedIn(s.inboxCard))
 	r.POST("/inbox/runs/:id/decision", s.signedIn(s.form(s.decision)))
 	r.POST("/inbox/runs/:id/input", s.signedIn(s.form(s.input)))
 	r.POST("/inbox/decisions", s.signedIn(s.form(s.inboxBulk)))
