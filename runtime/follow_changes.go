@@ -301,6 +301,17 @@ func (e *Engine) FeedCursor(ctx context.Context) (FeedCursor, error) {
 	return FeedCursor{Pos: pos, At: time.Now()}, nil
 }
 
+// FeedClients is how many feed clients are attached now.
+func (e *Engine) FeedClients() int {
+	e.changes.mu.Lock()
+	defer e.changes.mu.Unlock()
+	return len(e.changes.subs)
+}
+
+// FeedQueries counts the statements the change feed sent the store: its
+// poller's, its clients' catch-up reads, and the pages' cursors.
+func (e *Engine) FeedQueries() int64 { return e.changes.queries.Load() }
+
 // Attached is the cursor the client starts from.
 func (w *ChangeWatch) Attached() FeedCursor { return w.attached }
 
