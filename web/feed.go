@@ -1,7 +1,9 @@
 package web
 
 import (
+	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -41,6 +43,52 @@ type runChangeLine struct {
 	// for a decision by nobody (an expiry) too.
 	Decision  string `json:"decision,omitempty"`
 	DecidedBy string `json:"decided_by,omitempty"`
+}
+
+// feedLineCache holds each change's line encoded once per shape (with the
+// title, without), for every feed client of the process: with a thousand
+// clients a change is encoded twice, not a thousand times.
+type feedLineCache struct {
+	mu    sync.Mutex
+	lines map[feedLineKey][]byte
+}
+
+// feedLineKey is one change as one shape of line: its cursor is the
+// line's too.
+type feedLineKey struct {
+	id, pos, at int64
+	titled      bool
+}
+
+// feedLinesKept bounds the cache; past it, it starts again empty.
+const feedLinesKept = 1 << 16
+
+// encode returns the line of l as fr may see it, with its newline, or
+// nil when fr may not see it. The bytes are shared: never append to them.
+func (c *feedLineCache) encode(fr feedReader, l runtime.FeedLine) []byte {
+	line, ok := fr.line(l)
+	if !ok {
+		return nil
+	}
+	k := feedLineKey{id: l.Change.ID, pos: l.Cursor.Pos, at: l.Cursor.At.Unix(), titled: line.Title != ""}
+	c.mu.Lock()
+	b, ok := c.lines[k]
+	c.mu.Unlock()
+	if ok {
+		return b
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return nil // lines are built from plain values; this cannot happen
+	}
+	b = append(b, '\n')
+	c.mu.Lock()
+	if c.lines == nil || len(c.lines) >= feedLinesKept {
+		c.lines = make(map[feedLineKey][]byte)
+	}
+	c.lines[k] = b
+	c.mu.Unlock()
+	return b
 }
 
 // feedReader is what a feed client may see: runs it may read (with their
@@ -105,10 +153,12 @@ func (s *Server) apiFeed(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 			}
 			return
 		}
+		out := make([][]byte, 0, len(lines))
 		for _, l := range lines {
-			if line, ok := fr.line(l); ok {
-				st.send(lineRun, line)
+			if b := s.feedLines.encode(fr, l); b != nil {
+				out = append(out, b)
 			}
 		}
+		st.sendLines(lineRun, out)
 	}
 }

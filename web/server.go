@@ -180,6 +180,7 @@ type Server struct {
 	webhooks       Webhooks
 	notReady       func(error) bool
 	hsts           bool
+	feedLines      feedLineCache
 }
 
 // New returns a server.
