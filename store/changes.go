@@ -113,15 +113,22 @@ func (s *Store) Changes(ctx context.Context, q runtime.ChangeQuery) ([]runtime.R
 	return rows, nil
 }
 
-// ChangesSettled is the highest id of the change log's rows older than
-// grace (0 when there is none): a position from which a reader misses no
-// row still being committed, on the assumption the feed makes everywhere,
-// that no transaction commits its change more than grace after writing
-// it.
+// ChangesSettled is the id of the newest of the change log's rows older
+// than grace (0 when there is none): a position from which a reader misses
+// no row still being committed, on the assumption the feed makes
+// everywhere, that no transaction commits its change more than grace
+// after writing it. (The newest by created_at, one row read backwards
+// from the index, rather than MAX(id), which would read every row of the
+// day: ids grow with time on a server, and where they do not, on a
+// cluster, neither is exact and the grace covers both.)
 func (s *Store) ChangesSettled(ctx context.Context, grace time.Duration) (int64, error) {
-	var id int64
-	err := s.db.GetContext(ctx, &id, `SELECT COALESCE(MAX(id), 0) FROM run_changes
-		WHERE created_at < NOW(6) - INTERVAL ? MICROSECOND`, micros(grace))
+	var ids []int64
+	err := s.db.SelectContext(ctx, &ids, `SELECT id FROM run_changes
+		WHERE created_at < NOW(6) - INTERVAL ? MICROSECOND ORDER BY created_at DESC LIMIT 1`, micros(grace))
+	id := int64(0)
+	if len(ids) > 0 {
+		id = ids[0]
+	}
 	if err != nil {
 		return 0, fmt.Errorf("store: position in the change log: %w", err)
 	}

@@ -163,3 +163,22 @@ func TestChangeFeedWaitsForALateCommit(t *testing.T) {
 		}
 	}
 }
+
+// The workers' sweep deletes the change log's rows older than its
+// retention, and only those.
+func TestDeleteOldChanges(t *testing.T) {
+	w := testrig.New(t, testrig.Configs(bulkYAML))
+	ctx := context.Background()
+	paused, _ := w.Waiting(t, "refund")
+	if _, err := w.DB.Exec(`INSERT INTO run_changes (run_id, change_kind, status, created_at)
+		VALUES (?, 'started', 'running', NOW(6) - INTERVAL 25 HOUR)`, paused.RunID); err != nil {
+		t.Fatal(err)
+	}
+	n, err := w.Store.DeleteOldChanges(ctx, 100)
+	if err != nil || n != 1 {
+		t.Fatalf("DeleteOldChanges = %d, %v; want the one row older than a day", n, err)
+	}
+	if got := changesOf(t, w, paused.RunID); len(got) != 2 {
+		t.Fatalf("changes left = %q, want the run's two of today", got)
+	}
+}

@@ -129,3 +129,23 @@ func TestFeedRefusesABadOrExpiredCursor(t *testing.T) {
 	a.bearer(t, "owner", runtime.ScopeRunStart).call(t, a, http.MethodGet, "/api/feed", "", nil).
 		wantError(t, http.StatusForbidden, "insufficient_scope")
 }
+
+// The inbox asks for a changed run's card: 200 with it while the run
+// waits for the user, 204 once it does not; both say how many wait.
+func TestInboxCardRoute(t *testing.T) {
+	a := newApp(t, 0)
+	paused, _ := a.Waiting(t, "refund")
+	approver := a.signIn(t, "approver")
+	path := "/inbox/cards/" + strconv.FormatInt(paused.RunID, 10)
+	res, body := approver.get(path)
+	if res.StatusCode != http.StatusOK || res.Header.Get("X-Inbox-Total") != "1" || len(inboxRuns(t, body)) != 1 {
+		t.Fatalf("GET %s: %d, total %q, body %q; want the one card and a total of 1", path, res.StatusCode, res.Header.Get("X-Inbox-Total"), body)
+	}
+	if res, body := a.signIn(t, "other").get(path); res.StatusCode != http.StatusNoContent || res.Header.Get("X-Inbox-Total") != "0" || body != "" {
+		t.Errorf("as other, who may not decide it: %d, total %q, body %q; want 204 and 0", res.StatusCode, res.Header.Get("X-Inbox-Total"), body)
+	}
+	a.Approve(t, paused)
+	if res, _ := approver.get(path); res.StatusCode != http.StatusNoContent || res.Header.Get("X-Inbox-Total") != "0" {
+		t.Errorf("after the approval: %d, total %q; want 204 and 0", res.StatusCode, res.Header.Get("X-Inbox-Total"))
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,11 +43,14 @@ type feedResult struct {
 	openTime       time.Duration
 	window         time.Duration // from the first change to the last line's arrival
 	latency        summary
+	rate           int     // changes a second asked for (0: as fast as they go)
 	delivered      int64   // run lines of the made changes that arrived, all clients
+	early          int64   // of those, lines that arrived before the step's call returned (counted at 0 ms)
 	queries        float64 // the server's feed statements per second over the window; -1 unknown
 	rssBefore      int64
 	rssOpen        int64
 	cpu            cpuSample
+	self           time.Duration // this command's CPU time over the window: the clients and the steps
 }
 
 func (r *feedResult) fail(err error) {
@@ -68,9 +72,15 @@ type feedKey struct {
 // feedPhase runs the phase; it needs the server's database.
 func (l *loadtest) feedPhase(ctx context.Context) *feedResult {
 	o := l.o
-	res := &feedResult{clients: o.feedClients, asked: o.feedChanges, queries: -1, rssBefore: -1, rssOpen: -1, cpu: unknownCPU}
+	res := &feedResult{clients: o.feedClients, asked: o.feedChanges, rate: o.feedRate, queries: -1, rssBefore: -1, rssOpen: -1, cpu: unknownCPU}
 	if l.db == nil {
 		res.fail(errors.New("the feed phase needs --dsn: it makes the run changes itself"))
+		return res
+	}
+	// The phase's runs are those above the highest before it.
+	var lastRun int64
+	if err := l.db.store.DB().QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM runs`).Scan(&lastRun); err != nil {
+		res.fail(err)
 		return res
 	}
 	res.rssBefore, _ = l.rss()
@@ -78,6 +88,7 @@ func (l *loadtest) feedPhase(ctx context.Context) *feedResult {
 		stamps   sync.Map // feedKey → *feedStamp
 		lat      = make([]atomic.Int64, 10001)
 		got      atomic.Int64
+		early    atomic.Int64
 		attached atomic.Int64
 		mu       sync.Mutex
 		wg       sync.WaitGroup
@@ -90,9 +101,17 @@ func (l *loadtest) feedPhase(ctx context.Context) *feedResult {
 		sem <- struct{}{}
 		wg.Go(func() {
 			err := l.c.followFeed(fctx, func() { attached.Add(1); <-sem }, func(k feedKey, at time.Time) {
+				if k.run <= lastRun {
+					return // a change of before the phase
+				}
+				got.Add(1)
 				v, ok := stamps.Load(k)
 				if !ok {
-					return // a change of before the phase
+					// A run's start is stamped once Start returns with its
+					// id: this line came first.
+					early.Add(1)
+					lat[0].Add(1)
+					return
 				}
 				s := v.(*feedStamp)
 				from := s.after.Load()
@@ -101,7 +120,6 @@ func (l *loadtest) feedPhase(ctx context.Context) *feedResult {
 				}
 				ms := max(0, min(int64(len(lat)-1), at.Sub(time.Unix(0, from)).Milliseconds()))
 				lat[ms].Add(1)
-				got.Add(1)
 			})
 			if err != nil && fctx.Err() == nil {
 				mu.Lock()
@@ -122,6 +140,7 @@ func (l *loadtest) feedPhase(ctx context.Context) *feedResult {
 	q0, qerr := l.c.feedQueries(ctx)
 	start := time.Now()
 	base := l.cpu()
+	selfBase, _ := cpuTime(os.Getpid())
 	runs := (o.feedChanges + 3) / 4
 	var made atomic.Int64
 	step := func(run int64, change string, f func() error) error {
@@ -138,7 +157,16 @@ func (l *loadtest) feedPhase(ctx context.Context) *feedResult {
 		return err
 	}
 	d := l.db
+	// Paced: a run starts every 4/rate seconds, and makes its four changes
+	// in the next few milliseconds.
+	var every time.Duration
+	if o.feedRate > 0 {
+		every = 4 * time.Second / time.Duration(o.feedRate)
+	}
 	err := parallel(ctx, runs, d.concurrency, func(ctx context.Context, i int) error {
+		if wait := time.Until(start.Add(time.Duration(i) * every)); wait > 0 {
+			time.Sleep(wait)
+		}
 		var c *runtime.Continuation
 		s := &feedStamp{}
 		s.before.Store(time.Now().UnixNano())
@@ -177,6 +205,9 @@ func (l *loadtest) feedPhase(ctx context.Context) *feedResult {
 	}
 	res.window = time.Since(start)
 	res.cpu = l.since(base)
+	if now, err := cpuTime(os.Getpid()); err == nil {
+		res.self = now - selfBase
+	}
 	if q1, err := l.c.feedQueries(ctx); err == nil && qerr == nil {
 		res.queries = (q1 - q0) / res.window.Seconds()
 	} else {
@@ -184,7 +215,7 @@ func (l *loadtest) feedPhase(ctx context.Context) *feedResult {
 	}
 	stop()
 	wg.Wait()
-	res.delivered = got.Load()
+	res.delivered, res.early = got.Load(), early.Load()
 	var ds []time.Duration
 	for ms := range lat {
 		for range lat[ms].Load() {
@@ -327,7 +358,13 @@ func (r *feedResult) rows() []row {
 
 // line is the phase's line under the table.
 func (r *feedResult) line() string {
-	return fmt.Sprintf("- feed: %s of %s clients attached in %s; %s run changes (%s runs) made by this command's engine in %s%s\n",
-		fmtInt(r.attached), fmtInt(r.clients), fmtDur(r.openTime), fmtInt(r.made), fmtInt((r.made+3)/4), fmtDur(r.window),
-		cpuNote(r.cpu, r.made, "change")+failureNote(r.failures, r.firstErr))
+	pace := "as fast as they go"
+	if r.rate > 0 {
+		pace = fmt.Sprintf("paced at %s/s", fmtInt(r.rate))
+	}
+	return fmt.Sprintf("- feed: %s of %s clients attached in %s; %s run changes (%s runs, %s) made by this command's engine in %s"+
+		" (the window, with the last lines' arrival); %s lines arrived before the step's call returned (counted at 0 ms);"+
+		" this command (the clients and the steps) %s of CPU in the window%s\n",
+		fmtInt(r.attached), fmtInt(r.clients), fmtDur(r.openTime), fmtInt(r.made), fmtInt((r.made+3)/4), pace, fmtDur(r.window),
+		fmtInt(int(r.early)), fmtDur(r.self), cpuNote(r.cpu, r.made, "change")+failureNote(r.failures, r.firstErr))
 }

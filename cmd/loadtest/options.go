@@ -99,6 +99,7 @@ type options struct {
 
 	feedClients int
 	feedChanges int
+	feedRate    int
 
 	firstLineHold    time.Duration
 	setupConcurrency int
@@ -180,10 +181,10 @@ Markdown table of what it measured against the project's targets:
               Not run by default: name it, --phases followers. Needs --dsn.
   feed        --feed-clients clients follow GET /api/feed (the load user's
               one feed each) while this command's own engine makes
-              --feed-changes run changes: runs of the quick configuration
-              that start, pause, are approved and settle, four changes
-              each (another process, so the server's poller reads them from
-              the change log). Measures the statements the server's feed
+              --feed-changes run changes, --feed-rate a second: runs of
+              the quick configuration that start, pause, are approved and
+              settle, four changes each (another process, so the server's
+              poller reads them from the change log). Measures the statements the server's feed
               sent the database per second (turnstile_feed_queries_total
               on its /metrics), the delivery latency of every run line
               (its arrival minus the moment this command's step returned,
@@ -308,6 +309,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.IntVar(&o.followupTurns, "followup-turns", 10, "followups phase: turns each run has done before its follow-up (so the follow-up reads a transcript of that many turns)")
 	fs.IntVar(&o.feedClients, "feed-clients", 1000, "feed phase: clients of GET /api/feed")
 	fs.IntVar(&o.feedChanges, "feed-changes", 10000, "feed phase: run changes made while they listen (four per run)")
+	fs.IntVar(&o.feedRate, "feed-rate", 100, "feed phase: run changes a second (0: as fast as they go)")
 	fs.IntVar(&o.setupConcurrency, "setup-concurrency", 32, "runs started at once while preparing a phase")
 	fs.DurationVar(&o.firstLineHold, "first-line-hold", 2*time.Second, "first-line phase: how long each continuation works silently after its first line, so that a burst's continuations do not finish while the rest of it waits; in the steady part, each client posts about one decision per hold")
 	fs.StringVar(&o.printConfig, "print-config", "", "print the hold, first-line, quick or burst configuration as YAML for \"turnstile config apply\" (needed without --dsn), and exit")
@@ -437,6 +439,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("--follow-window must be at least 1s, not %s", o.followWindow)
 	case o.stepsWindow < time.Second:
 		return fmt.Errorf("--steps-window must be at least 1s, not %s", o.stepsWindow)
+	case o.feedRate < 0:
+		return fmt.Errorf("--feed-rate must be 0 (as fast as they go) or more, not %d", o.feedRate)
 	case slices.Contains(o.phases, phaseFeed) && o.dsn == "":
 		return errors.New("the feed phase needs --dsn: it makes the run changes itself, in another process than the server")
 	case slices.Contains(o.phases, phaseSteps) && o.dsn == "":
