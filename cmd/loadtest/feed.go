@@ -229,25 +229,15 @@ func (l *loadtest) feedPhase(ctx context.Context) *feedResult {
 // followFeed follows GET /api/feed until ctx ends: attached is called at
 // the first line, change for every run line.
 func (c *client) followFeed(ctx context.Context, attached func(), change func(feedKey, time.Time)) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/api/feed", nil)
+	body, err := c.openStream(ctx, "/api/feed")
 	if err != nil {
 		attached()
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		attached()
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		attached()
-		return fmt.Errorf("GET /api/feed: %s", answerError(resp))
-	}
+	defer body.Close()
 	seen := false
 	var lineErr error
-	err = readLines(resp.Body, func(line []byte, at time.Time) bool {
+	err = readLines(body, func(line []byte, at time.Time) bool {
 		// Millions of run lines: read the two fields by hand, so that
 		// this command's decoding takes the shared cores from the server
 		// as little as it can.
@@ -256,9 +246,7 @@ func (c *client) followFeed(ctx context.Context, attached func(), change func(fe
 			return true
 		}
 		var v struct {
-			Type   string `json:"type"`
-			RunID  int64  `json:"run_id"`
-			Change string `json:"change"`
+			Type string `json:"type"`
 		}
 		if json.Unmarshal(line, &v) != nil {
 			return true
@@ -267,8 +255,6 @@ func (c *client) followFeed(ctx context.Context, attached func(), change func(fe
 		case "attached":
 			seen = true
 			attached()
-		case "run":
-			change(feedKey{v.RunID, v.Change}, at)
 		case "error":
 			lineErr = fmt.Errorf("the feed ended early: %s", line)
 			return false
