@@ -182,3 +182,50 @@ func TestDeleteOldChanges(t *testing.T) {
 		t.Fatalf("changes left = %q, want the run's two of today", got)
 	}
 }
+
+// A hundred clients of one process cost one poll per interval between
+// them, and none once the last has gone.
+func TestChangeFeedIsOnePollForEveryClient(t *testing.T) {
+	w := testrig.New(t, testrig.Configs(bulkYAML))
+	ctx := context.Background()
+	var watches []*runtime.ChangeWatch
+	for range 100 {
+		fw, err := w.Engine.WatchChanges(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		watches = append(watches, fw)
+	}
+	start, before := time.Now(), w.Engine.FeedQueries()
+	paused, _ := w.Waiting(t, "refund")
+	for i, fw := range watches {
+		var kinds []runtime.ChangeKind
+		for len(kinds) < 2 {
+			for _, l := range nextChanges(t, fw) {
+				if l.Change.RunID == paused.RunID {
+					kinds = append(kinds, l.Change.Change)
+				}
+			}
+		}
+		if kinds[0] != runtime.ChangeStarted || kinds[1] != runtime.ChangeWaiting {
+			t.Fatalf("client %d got %v, want started then waiting", i, kinds)
+		}
+	}
+	polls := w.Engine.FeedQueries() - before
+	if most := int64(time.Since(start)/runtime.FollowInterval) + 2; polls > most {
+		t.Errorf("%d statements in %s for 100 clients, want at most %d: one poll per interval", polls, time.Since(start), most)
+	}
+	for _, fw := range watches {
+		fw.Close()
+	}
+	if w.Engine.FeedClients() != 0 {
+		t.Fatalf("%d clients after every one closed", w.Engine.FeedClients())
+	}
+	// The poller notices at its next poll and stops: over four intervals
+	// it sends one more statement at most.
+	after := w.Engine.FeedQueries()
+	time.Sleep(4 * runtime.FollowInterval) // nothing to wait for: that nothing happens is the point
+	if n := w.Engine.FeedQueries() - after; n > 1 {
+		t.Errorf("%d statements with no client, want none after the poll that found none", n)
+	}
+}

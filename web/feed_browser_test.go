@@ -59,3 +59,34 @@ func TestBrowserInboxFollowsTheFeedWithoutLosingTypedText(t *testing.T) {
 		t.Errorf("count without JavaScript = %q, want 2 runs wait", got)
 	}
 }
+
+// The run page and the history follow the feed too: the run page's status
+// line follows its run, with a notice to reload for the rest; the history
+// updates the rows it shows and says when a run is new.
+func TestBrowserRunPageAndHistoryFollowTheFeed(t *testing.T) {
+	a := newApp(t, 0)
+	paused, _ := a.Waiting(t, "refund")
+	b := openTab(t, a, true)
+	b.signIn("owner")
+	status := `[data-testid="run-summary"] [data-testid="run-status"]`
+	b.do("open the run page", stepTimeout, chromedp.Navigate(b.base+runPath(paused.RunID, "")),
+		chromedp.WaitVisible(chromedp.CSS(status)), loaded())
+	if got := text(b, status); got != "waiting_for_approval" {
+		t.Fatalf("status = %q before the decision", got)
+	}
+	a.Approve(t, paused)
+	b.do("see the run change", settleTimeout, chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-changed"]`)))
+	get(b, "wait for the run's last status", chromedp.Poll[bool](
+		`document.querySelector('[data-testid="run-summary"]').dataset.status === "completed"`, chromedp.WithPollingTimeout(stepTimeout)))
+	if got := text(b, status); got != "completed" {
+		t.Errorf("status line = %q after the run settled, want completed", got)
+	}
+
+	b.do("open the history", stepTimeout, chromedp.Navigate(b.base+"/runs"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="history"]`)), loaded())
+	next, _ := a.Waiting(t, "refund")
+	b.do("see that a run is new", settleTimeout, chromedp.WaitVisible(chromedp.CSS(`[data-testid="history-new"]`)))
+	if n := get(b, "count the rows", chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll('[data-testid="history-run"][data-run-id="%d"]').length`, next.RunID))); n != 0 {
+		t.Errorf("the new run has %d rows before a reload, want none (the notice says to reload)", n)
+	}
+}

@@ -81,9 +81,11 @@
 		main.insertBefore(p, main.firstChild);
 	}
 
-	function showStatus(el, status) {
+	// showStatus writes a status as the page does: the run page as it is,
+	// the history in words ("waiting for approval").
+	function showStatus(el, status, words) {
 		if (!el) return;
-		el.textContent = status.replace(/_/g, ' ');
+		el.textContent = words ? status.replace(/_/g, ' ') : status;
 		el.className = 'status status-' + status;
 	}
 
@@ -95,7 +97,7 @@
 			var m = event.detail;
 			if (String(m.run_id) !== E.attr(summary, 'data-run-id') || m.status === E.attr(summary, 'data-status')) return;
 			E.setAttr(summary, 'data-status', m.status);
-			showStatus(one(summary, '[data-testid="run-status"]'), m.status);
+			showStatus(one(summary, '[data-testid="run-status"]'), m.status, false);
 			notice('run-changed', 'This run changed (' + m.change + (m.decided_by ? ' by ' + m.decided_by : '') + '). ', 'Reload to see how');
 		});
 	}
@@ -112,7 +114,7 @@
 			}
 			rows.forEach(function (row) {
 				E.setAttr(row, 'data-status', m.status);
-				showStatus(one(row, '.status'), m.status);
+				showStatus(one(row, '.status'), m.status, true);
 			});
 		});
 	}
