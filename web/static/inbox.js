@@ -184,7 +184,24 @@
 	var mode = E.attr(cards, 'data-inbox-cards');
 	var asking = {}; // run id: the change to ask about again once the answer is in
 
-	document.addEventListener('turnstile:run', function (event) { ask(event.detail); });
+	// A run that starts waiting is asked for its card; a change of a run
+	// with a card on the page, for whether it still waits; any other
+	// change (a run on another page, or one that never waited here) only
+	// moves the count, asked at most every COUNT_EVERY: a busy feed does
+	// not become a request a change.
+	var COUNT_EVERY = 2000;
+	var counting = null; // the run to ask the count by, once the timer fires
+	document.addEventListener('turnstile:run', function (event) {
+		var m = event.detail;
+		if (m.change === 'waiting' || cardOf(String(m.run_id))) {
+			ask(m);
+		} else if (m.change !== 'started' && mode !== 'filtered') {
+			if (counting === null) {
+				window.setTimeout(function () { var c = counting; counting = null; ask(c); }, COUNT_EVERY);
+			}
+			counting = m;
+		}
+	});
 
 	function cardOf(id) {
 		return one(document.documentElement, '[data-testid="inbox-run"][data-run-id="' + id + '"]');
