@@ -81,6 +81,12 @@
 		main.insertBefore(p, main.firstChild);
 	}
 
+	// shownStatus is a change's status as the pages show it: an erased
+	// run's is "erased", whatever it had settled as.
+	function shownStatus(m) {
+		return m.change === 'erased' ? 'erased' : m.status;
+	}
+
 	// showStatus writes a status as the page does: the run page as it is,
 	// the history in words ("waiting for approval").
 	function showStatus(el, status, words) {
@@ -94,10 +100,10 @@
 	var summary = one(document.documentElement, '[data-testid="run-summary"]');
 	if (summary) {
 		document.addEventListener('turnstile:run', function (event) {
-			var m = event.detail;
-			if (String(m.run_id) !== E.attr(summary, 'data-run-id') || m.status === E.attr(summary, 'data-status')) return;
-			E.setAttr(summary, 'data-status', m.status);
-			showStatus(one(summary, '[data-testid="run-status"]'), m.status, false);
+			var m = event.detail, status = shownStatus(m);
+			if (String(m.run_id) !== E.attr(summary, 'data-run-id') || status === E.attr(summary, 'data-status')) return;
+			E.setAttr(summary, 'data-status', status);
+			showStatus(one(summary, '[data-testid="run-status"]'), status, false);
 			notice('run-changed', 'This run changed (' + m.change + (m.decided_by ? ' by ' + m.decided_by : '') + '). ', 'Reload to see how');
 		});
 	}
@@ -113,8 +119,8 @@
 				return;
 			}
 			rows.forEach(function (row) {
-				E.setAttr(row, 'data-status', m.status);
-				showStatus(one(row, '.status'), m.status, true);
+				E.setAttr(row, 'data-status', shownStatus(m));
+				showStatus(one(row, '.status'), shownStatus(m), true);
 			});
 		});
 	}
