@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -12,6 +13,11 @@ import (
 // from, its lines and their cursors, its catch-up read of the store when
 // it resumes from further back than the poller remembers or lags too far
 // behind.
+
+// ErrFeedDraining is what ChangeWatch.Next returns once the process
+// drains for a shutdown: a feed client holds no shutdown up, and attaches
+// again (to another instance, or this one restarted) from its cursor.
+var ErrFeedDraining = errors.New("runtime: the process is shutting down; attach the feed again from the last cursor")
 
 // ChangeWatch is one feed client: the changes of every run, in the order
 // the poller reads them, from its cursor on. It is used by one goroutine;
@@ -173,8 +179,9 @@ func (w *ChangeWatch) Close() {
 
 // Next waits for changes and returns them in order. It returns ctx's
 // error when ctx ends, the store's when a catch-up read fails (Next may
-// be called again), and ErrFollowUnavailable when the poller's reads have
-// failed for longer than a database restart takes.
+// be called again), ErrFollowUnavailable when the poller's reads have
+// failed for longer than a database restart takes, and ErrFeedDraining
+// once the process drains.
 func (w *ChangeWatch) Next(ctx context.Context) ([]FeedLine, error) {
 	for {
 		f := w.f
@@ -215,6 +222,8 @@ func (w *ChangeWatch) Next(ctx context.Context) ([]FeedLine, error) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-f.e.draining:
+			return nil, ErrFeedDraining
 		case <-w.wake:
 		}
 	}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -227,5 +228,22 @@ func TestChangeFeedIsOnePollForEveryClient(t *testing.T) {
 	time.Sleep(4 * runtime.FollowInterval) // nothing to wait for: that nothing happens is the point
 	if n := w.Engine.FeedQueries() - after; n > 1 {
 		t.Errorf("%d statements with no client, want none after the poll that found none", n)
+	}
+}
+
+// A feed client holds no shutdown up: once the process drains, Next says
+// so, for the client to attach again elsewhere from its cursor.
+func TestChangeFeedEndsWhenTheProcessDrains(t *testing.T) {
+	w := testrig.New(t, testrig.Configs(bulkYAML))
+	fw, err := w.Engine.WatchChanges(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fw.Close()
+	w.Engine.Drain()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := fw.Next(ctx); !errors.Is(err, runtime.ErrFeedDraining) {
+		t.Fatalf("Next after Drain = %v, want ErrFeedDraining", err)
 	}
 }

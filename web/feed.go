@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -13,6 +14,10 @@ import (
 
 // lineRun is a line of the feed: a run changed.
 const lineRun = "run"
+
+// codeShuttingDown is the code of the feed's error line when the server
+// drains for a shutdown: the client attaches again from its cursor.
+const codeShuttingDown runtime.Code = "shutting_down"
 
 // feedAttached is the feed's first line: the cursor it starts from.
 type feedAttached struct {
@@ -145,7 +150,13 @@ func (s *Server) apiFeed(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	for {
 		lines, err := fw.Next(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil:
+			case errors.Is(err, runtime.ErrFeedDraining):
+				stop()
+				st.send(lineError, errorLine{Type: lineError, Code: string(codeShuttingDown),
+					Message: "this server is shutting down; attach again with the last cursor you had"})
+			default:
 				stop()
 				s.log.Warn("feed: the change log cannot be read", "err", err)
 				st.send(lineError, errorLine{Type: lineError, Code: string(codeInternal),
