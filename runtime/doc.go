@@ -31,6 +31,8 @@
 //	worker.go, worker_sweep.go      workers: decided, queued and orphaned runs; dead tokens and sessions
 //	deadline.go, deadline_expiry.go decision deadlines: the keys, and what a worker does when one passes
 //	follow.go, follow_feed.go       following a run someone else continues: one look, and one poll per process
+//	follow_changes.go, follow_changes_client.go
+//	                                the change feed (GET /api/feed): every run's changes, one poll per process
 //	read_inbox.go, read_history.go, read_run.go, read_messages.go
 //	                                what people read: the waiting runs, the history, one run, its conversation
 //	event.go, event_payload.go, event_decode.go

@@ -36,6 +36,7 @@ type Engine struct {
 	metrics   Metrics
 	leases    *leaseKeeper
 	feed      *feed
+	changes   *changeFeed
 	// publicURL is the base of the links notifications carry.
 	publicURL string
 
@@ -83,6 +84,7 @@ func New(o Options) *Engine {
 	}
 	e.leases = &leaseKeeper{store: e.store, lease: e.lease, log: e.log}
 	e.feed = newFeed(e)
+	e.changes = newChangeFeed(e)
 	return e
 }
 

@@ -36,6 +36,9 @@ const (
 	// streams, open at once as one user may; nothing of this one was read
 	// or written. It may be sent again once one of them has ended.
 	CodeTooManyRequests Code = "too_many_requests"
+	// CodeCursorExpired: the feed's cursor is older than its change log
+	// keeps changes (GET /api/feed?after=): read afresh, attach anew.
+	CodeCursorExpired Code = "cursor_expired"
 )
 
 // Refusal is the one error type the engine returns for a request it will not

@@ -448,11 +448,17 @@ func (f *feed) startLocked() {
 
 // loop polls every FollowInterval while any followed run needs it, then
 // ends: with nobody following, the feed sends no query at all.
-func (f *feed) loop() {
+func (f *feed) loop() { pollEvery(f.pollOnce) }
+
+// pollEvery runs a poller of the process — the followers' feed, the
+// change feed — every FollowInterval, at once again when a poll was cut
+// at its limit (poll answers 1), until a poll finds nobody to poll for
+// (-1).
+func pollEvery(poll func() int) {
 	t := time.NewTicker(FollowInterval)
 	defer t.Stop()
 	for {
-		more := f.pollOnce()
+		more := poll()
 		if more < 0 {
 			return
 		}

@@ -15,6 +15,7 @@ import (
 type Store interface {
 	BulkStore
 	FollowStore
+	ChangeStore
 	EraseStore
 	MessageStore
 	PartialStore

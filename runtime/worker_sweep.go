@@ -16,6 +16,9 @@ type SweepStore interface {
 	DeleteDeadTokens(ctx context.Context, limit int) (int, error)
 	// DeleteExpiredSessions deletes sign-in sessions whose expiry passed.
 	DeleteExpiredSessions(ctx context.Context, limit int) (int, error)
+	// DeleteOldChanges deletes the feed's change-log rows older than
+	// ChangeRetention.
+	DeleteOldChanges(ctx context.Context, limit int) (int, error)
 }
 
 // SweepMetrics is told how many dead rows of a kind (SweptToken,
@@ -28,6 +31,7 @@ type SweepMetrics interface {
 const (
 	SweptToken   = "token"
 	SweptSession = "session"
+	SweptChange  = "change"
 )
 
 type noSweepMetrics struct{}
@@ -58,11 +62,11 @@ type SweepOptions struct {
 
 // Swept says what one pass deleted.
 type Swept struct {
-	Tokens, Sessions int
+	Tokens, Sessions, Changes int
 }
 
 // Sweeper deletes what can never be used again — expired and revoked API
-// tokens, expired sessions — so that neither table grows for ever. Every
+// tokens, expired sessions, the feed's changes older than ChangeRetention — so that neither table grows for ever. Every
 // process that runs workers runs one.
 type Sweeper struct {
 	o SweepOptions
@@ -107,7 +111,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 			s.o.Logger.Warn("sweep failed", "err", err)
 		}
 		if got != (Swept{}) {
-			s.o.Logger.Info("swept", "tokens", got.Tokens, "sessions", got.Sessions)
+			s.o.Logger.Info("swept", "tokens", got.Tokens, "sessions", got.Sessions, "changes", got.Changes)
 		}
 		wait = s.o.Every*3/4 + time.Duration(rand.Int64N(int64(s.o.Every/2)+1))
 	}
@@ -126,6 +130,7 @@ func (s *Sweeper) Pass(ctx context.Context) (Swept, error) {
 	}{
 		{SweptToken, s.o.Store.DeleteDeadTokens, &got.Tokens},
 		{SweptSession, s.o.Store.DeleteExpiredSessions, &got.Sessions},
+		{SweptChange, s.o.Store.DeleteOldChanges, &got.Changes},
 	} {
 		for range s.o.Batches {
 			n, err := k.delete(ctx, s.o.Batch)

@@ -74,5 +74,8 @@ func cancelIdle(ctx context.Context, tx sqlx.ExtContext, runID int64, from runti
 	if err := insertDeliveries(ctx, tx, notes); err != nil {
 		return fmt.Errorf("store: cancel run %d: %w", runID, err)
 	}
+	if err := insertChanges(ctx, tx, runChange{runID: runID, change: runtime.ChangeSettled, status: runtime.StatusCancelled}); err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
 	return nil
 }

@@ -49,6 +49,9 @@ func (s *Store) claimOne(ctx context.Context, c runtime.Claim) error {
 	sc.add(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, arguments, decided_by, path, claim)
 		SELECT ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, 0), ?, ? FROM DUAL WHERE ROW_COUNT() = 1`,
 		c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input), nullJSON(d.Arguments), d.DecidedBy, d.Path, nonce)
+	// Chained on the decision's INSERT: one row exactly when it won, which
+	// the statements after it chain on in turn.
+	sc.change("ROW_COUNT() = 1", claimChange(c))
 	// Chained on the decision's INSERT, which wrote its row only if the
 	// UPDATE won. An expiry's claim also writes its notifications, which
 	// then need the count kept: one statement more, on those claims only.
@@ -88,6 +91,12 @@ func (s *Store) claimOne(ctx context.Context, c runtime.Claim) error {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
 	}
 	return nil
+}
+
+// claimChange is the feed's change-log row of a claim that won.
+func claimChange(c runtime.Claim) runChange {
+	return runChange{runID: c.RunID, change: runtime.ChangeDecided, status: c.To,
+		decision: c.Decision.Kind, decidedBy: c.Decision.DecidedBy}
 }
 
 // claimMark is what a claim wrote that no other claim writes: its run and

@@ -188,12 +188,14 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 	update := sc.add(claimUpdate(claims, winners))
 	sc.args = claimUpdateArgs(claims, winners)
 	var decisions, standing [][]any
+	var changes []runChange
 	marks := make([]claimMark, len(winners))
 	for k, i := range winners {
 		c, d := claims[i], claims[i].Decision
 		marks[k] = claimMark{c.RunID, c.Digest, rand.Int64()}
 		decisions = append(decisions, []any{c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input),
 			nullJSON(d.Arguments), nullDecider(d.DecidedBy), d.Path, marks[k].nonce})
+		changes = append(changes, claimChange(c))
 		for _, tool := range c.Standing {
 			standing = append(standing, []any{c.RunID, tool, d.DecidedBy})
 		}
@@ -211,6 +213,8 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 	for _, row := range standing {
 		sc.args = append(sc.args, row...)
 	}
+	// The commit below waits on the UPDATE's and the decisions' counts.
+	sc.change("", changes...)
 	res, err := sc.exec(ctx, conn.Conn)
 	if err == nil && (res.affected(update) != int64(len(winners)) || res.affected(inserted) != int64(len(winners))) {
 		err = errChunkMoved

@@ -42,7 +42,8 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	// the rare steps only. Otherwise the statement after the UPDATE reads
 	// its count with ROW_COUNT().
 	held := "ROW_COUNT() = 1"
-	if c.Executed != "" || c.Outcome != "" || c.Rewrite || len(c.Notifications) > 0 {
+	change, changed := commitChange(c)
+	if c.Executed != "" || c.Outcome != "" || c.Rewrite || len(c.Notifications) > 0 || (changed && c.Event.Kind == "") {
 		sc.add("SET @held = ROW_COUNT()")
 		held = "@held = 1"
 	}
@@ -90,6 +91,13 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 			c.Outcome, c.RunID, c.OutcomeDigest)
 	}
 	addDeliveries(&sc, "@held = 1", c.Notifications)
+	if changed {
+		guard := "" // the event's INSERT stopped the script already
+		if e.Kind == "" {
+			guard = "@held = 1"
+		}
+		sc.change(guard, change)
+	}
 	sc.add("COMMIT")
 	// Concurrent steps of many runs can deadlock on the status indexes
 	// their UPDATEs rewrite; a step rolled back for it is tried again (its
@@ -123,6 +131,19 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 		}
 	}
 	return false, fmt.Errorf("store: commit step of run %d: %w", c.RunID, runtime.ErrLeaseLost)
+}
+
+// commitChange is the feed's change-log row of a step that pauses or
+// settles its run; a step that keeps it running (or hands it back to the
+// workers) changes nothing a card or a history row shows.
+func commitChange(c runtime.Commit) (runChange, bool) {
+	switch {
+	case c.Status.Waiting():
+		return runChange{runID: c.RunID, change: runtime.ChangeWaiting, status: c.Status}, true
+	case c.Status.Terminal():
+		return runChange{runID: c.RunID, change: runtime.ChangeSettled, status: c.Status}, true
+	}
+	return runChange{}, false
 }
 
 // addMessages appends a step's new transcript messages as one INSERT of

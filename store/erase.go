@@ -92,10 +92,17 @@ func (s *Store) EraseRun(ctx context.Context, e runtime.Erasure) (time.Time, err
 			return fail(fmt.Errorf("%s: %w", st.what, err))
 		}
 	}
-	var at time.Time
-	if err := tx.GetContext(ctx, &at, `SELECT erased_at FROM runs WHERE id = ?`, e.RunID); err != nil {
+	var row struct {
+		At     time.Time      `db:"erased_at"`
+		Status runtime.Status `db:"status"`
+	}
+	if err := tx.GetContext(ctx, &row, `SELECT erased_at, status FROM runs WHERE id = ?`, e.RunID); err != nil {
 		return fail(err)
 	}
+	if err := insertChanges(ctx, tx, runChange{runID: e.RunID, change: runtime.ChangeErased, status: row.Status}); err != nil {
+		return fail(err)
+	}
+	at := row.At
 	if err := tx.Commit(); err != nil {
 		return fail(err)
 	}

@@ -120,6 +120,9 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, lease time.Durati
 			return fmt.Errorf("store: create run: %w", err)
 		}
 	}
+	if err := insertChanges(ctx, tx, runChange{runID: id, change: runtime.ChangeStarted, status: r.Status}); err != nil {
+		return fmt.Errorf("store: create run: %w", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}

@@ -36,7 +36,7 @@ func TestRunPageEraseControl(t *testing.T) {
 		}
 		scripts = append(scripts, src)
 	}
-	if want := []string{"/static/enhance.js", "/static/inbox.js", "/static/erase.js"}; !slices.Equal(scripts, want) {
+	if want := []string{"/static/enhance.js", "/static/feed.js", "/static/inbox.js", "/static/erase.js"}; !slices.Equal(scripts, want) {
 		t.Errorf("scripts = %q, want %q", scripts, want)
 	}
 

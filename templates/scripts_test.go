@@ -20,17 +20,17 @@ func TestScripts(t *testing.T) {
 		want []string
 	}{
 		{"login", func() *html.Node { _, doc := htmltest.Render(t, Login(LoginPage{})); return doc },
-			[]string{"/static/enhance.js", "/static/inbox.js"}},
+			[]string{"/static/enhance.js", "/static/feed.js", "/static/inbox.js"}},
 		{"error", func() *html.Node { _, doc := htmltest.Render(t, Error(ErrorPage{Status: 404})); return doc },
-			[]string{"/static/enhance.js", "/static/inbox.js"}},
+			[]string{"/static/enhance.js", "/static/feed.js", "/static/inbox.js"}},
 		{"inbox with the bulk form", func() *html.Node {
 			_, doc := htmltest.Render(t, Inbox(InboxPage{Page: samplePage(), Now: now, Total: 1, Bulk: true}))
 			return doc
-		}, []string{"/static/enhance.js", "/static/inbox.js", "/static/bulk.js"}},
+		}, []string{"/static/enhance.js", "/static/feed.js", "/static/inbox.js", "/static/bulk.js"}},
 		{"playground", func() *html.Node {
 			_, doc := htmltest.Render(t, Playground(PlaygroundPage{Page: samplePage()}))
 			return doc
-		}, []string{"/static/enhance.js", "/static/inbox.js", "/static/playground.js", "/static/cancel.js"}},
+		}, []string{"/static/enhance.js", "/static/feed.js", "/static/inbox.js", "/static/playground.js", "/static/cancel.js"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string

@@ -16,6 +16,10 @@ type Page struct {
 	Flash string
 	// Refresh, when positive, reloads the page after that many seconds.
 	Refresh int
+	// FeedCursor, when set, is where the page's script attaches the
+	// person's feed (GET /api/feed) from, taken before the page read what
+	// it shows.
+	FeedCursor string
 }
 
 // User is the signed-in user as the layout shows them.
@@ -49,6 +53,8 @@ type InboxPage struct {
 	Total int
 	// Next is the address of the next page; "" on the last.
 	Next string
+	// Later is set on every page but the first.
+	Later bool
 	// Filter is the filter form, as the user set it.
 	Filter InboxFilter
 	// Continuing are the user's runs that continue in the background
@@ -289,4 +295,19 @@ type HistoryRun struct {
 	CanOpen   bool
 	// Title is the run's title, for who may read the run.
 	Title string
+}
+
+// inboxCardsMode tells inbox.js what to do with a run that starts waiting
+// while the page is open: "all" — the page shows every waiting run, so
+// the new card joins it; "paged" (not the last page, or not the first) —
+// a notice says there is more, and the count follows; "filtered" — the
+// notice only (the count counts every waiting run, not the filter's).
+func inboxCardsMode(p InboxPage) string {
+	switch {
+	case p.Filter.Configuration != "" || p.Filter.Tool != "":
+		return "filtered"
+	case p.Next != "" || p.Later:
+		return "paged"
+	}
+	return "all"
 }

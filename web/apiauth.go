@@ -14,8 +14,16 @@ import (
 )
 
 // anyScope is the scope of a route any valid token may call, whatever
-// scopes it carries (GET /api/agents).
+// scopes it carries (GET /api/agents). A route that several scopes open
+// names them separated by spaces, as OAuth does (GET /api/feed).
 const anyScope = ""
+
+// tokenHas reports whether the request may use a scope: its bearer token
+// carries it, or it comes from a signed-in session.
+func tokenHas(r *http.Request, scope string) bool {
+	scopes, ok := r.Context().Value(scopesKey).([]string)
+	return !ok || slices.Contains(scopes, scope)
+}
 
 // apiHandle is a JSON API handler that knows who asks.
 type apiHandle func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor)
@@ -40,7 +48,7 @@ func (s *Server) apiStream(scope string, h apiHandle) httprouter.Handle {
 
 func (s *Server) apiRoute(scope string, streams bool, h apiHandle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		actor, err := s.apiActor(w, r, scope)
+		actor, scopes, err := s.apiActor(w, r, scope)
 		if err != nil {
 			s.refuse(w, r, s.at.api, 0, err)
 			return
@@ -51,47 +59,53 @@ func (s *Server) apiRoute(scope string, streams bool, h apiHandle) httprouter.Ha
 			s.refuse(w, r, s.at.api, 0, err)
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), actorKey, actor)), ps, actor)
+		ctx := context.WithValue(r.Context(), actorKey, actor)
+		if scopes != nil {
+			ctx = context.WithValue(ctx, scopesKey, scopes)
+		}
+		h(w, r.WithContext(ctx), ps, actor)
 	}
 }
 
 // apiActor is who asks. Its errors are the refusals 401 and 403, with
 // their challenge set on w (RFC 6750), or the store's.
-func (s *Server) apiActor(w http.ResponseWriter, r *http.Request, scope string) (runtime.Actor, error) {
+func (s *Server) apiActor(w http.ResponseWriter, r *http.Request, scope string) (runtime.Actor, []string, error) {
 	if _, sent := r.Header["Authorization"]; sent {
 		scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 		if !strings.EqualFold(scheme, "Bearer") || s.tokens == nil {
-			return runtime.Actor{}, unauthorized(w, `error="invalid_request"`, "the Authorization header must be \"Bearer tst_…\" with a token from turnstile token create")
+			return runtime.Actor{}, nil, unauthorized(w, `error="invalid_request"`, "the Authorization header must be \"Bearer tst_…\" with a token from turnstile token create")
 		}
 		u, scopes, err := s.tokens.Authenticate(r.Context(), strings.TrimSpace(token))
 		if errors.Is(err, runtime.ErrTokenInvalid) {
 			// Malformed, unknown, expired and revoked alike: the answer
 			// tells a guesser nothing.
-			return runtime.Actor{}, unauthorized(w, `error="invalid_token"`, "the bearer token is not valid: it is malformed, unknown, expired or revoked")
+			return runtime.Actor{}, nil, unauthorized(w, `error="invalid_token"`, "the bearer token is not valid: it is malformed, unknown, expired or revoked")
 		}
 		if err != nil {
-			return runtime.Actor{}, err
+			return runtime.Actor{}, nil, err
 		}
-		if scope != anyScope && !slices.Contains(scopes, scope) {
+		if scope != anyScope && !slices.ContainsFunc(strings.Split(scope, " "), func(s string) bool { return slices.Contains(scopes, s) }) {
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="turnstile", error="insufficient_scope", scope=%q`, scope))
-			return runtime.Actor{}, &runtime.Refusal{Code: codeInsufficientScope,
-				Message: fmt.Sprintf("this token lacks the %s scope this route needs; create one with --scopes %s", scope, scope)}
+			one, _, _ := strings.Cut(scope, " ")
+			return runtime.Actor{}, nil, &runtime.Refusal{Code: codeInsufficientScope,
+				Message: fmt.Sprintf("this token lacks the %s scope this route needs; create one with --scopes %s",
+					strings.ReplaceAll(scope, " ", " or "), one)}
 		}
-		return u.Actor(), nil
+		return u.Actor(), append([]string{}, scopes...), nil // never nil: a token's
 	}
 	id := s.sessions.GetInt64(r.Context(), sessionUser)
 	if id == 0 {
-		return runtime.Actor{}, unauthorized(w, "", "send Authorization: Bearer with a token from turnstile token create, or sign in")
+		return runtime.Actor{}, nil, unauthorized(w, "", "send Authorization: Bearer with a token from turnstile token create, or sign in")
 	}
 	u, err := s.users.User(r.Context(), id)
 	if errors.Is(err, runtime.ErrNotFound) {
 		// The user was deleted while signed in.
-		return runtime.Actor{}, unauthorized(w, "", "sign in again")
+		return runtime.Actor{}, nil, unauthorized(w, "", "sign in again")
 	}
 	if err != nil {
-		return runtime.Actor{}, err
+		return runtime.Actor{}, nil, err
 	}
-	return u.Actor(), nil
+	return u.Actor(), nil, nil
 }
 
 // unauthorized is the refusal 401, its challenge set on w.

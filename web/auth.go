@@ -31,6 +31,9 @@ type ctxKey int
 const (
 	userKey ctxKey = iota
 	actorKey
+	// scopesKey holds the scopes of the API request's bearer token; a
+	// session's request has none, and may do all its user may.
+	scopesKey
 )
 
 // actorOf is who makes a request: the API's caller, or the signed-in user.

@@ -24,7 +24,8 @@ const inboxPageSize = 50
 // inbox is GET /inbox?before=<cursor>&configuration=<identifier>&tool=<name>:
 // a page of the runs the user may decide, oldest first, with how many wait
 // in all and a link to the next page, so that no waiting run is out of
-// reach. It never reloads itself.
+// reach. It never reloads itself; with JavaScript it follows the feed
+// (see inbox_live.go).
 func (s *Server) inbox(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
 	wq := runtime.WaitingQuery{Limit: inboxPageSize, Tool: q.Get("tool")}
@@ -52,6 +53,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 		wq.ConfigurationID = -1 // no such configuration: nothing waits on it
 	}
 	actor := currentUser(r).Actor()
+	cursor := s.feedCursor(r.Context()) // before the read: nothing after it is missed
 	pending, err := s.engine.Pending(r.Context(), actor, wq)
 	if err != nil {
 		s.refuse(w, r, s.at.page, 0, err)
@@ -64,6 +66,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	}
 	page := templates.InboxPage{Page: s.pageFor(r, "Inbox"), Now: time.Now(), Total: pending.Total,
 		Filter: filter, Continuing: continuing}
+	page.FeedCursor, page.Later = cursor, q.Get("before") != ""
 	if pending.Next != nil {
 		next := url.Values{"before": {pending.Next.String()}}
 		if filter.Configuration != "" {

@@ -23,7 +23,7 @@ const (
 )
 
 var lineTypes = []string{lineProgress, lineSettled, lineStep, lineTerminal, lineAttached, lineEvent, lineEnd, lineError, lineKeepalive,
-	lineFollowing, lineClaimed, lineDone, lineDelta, lineThinking}
+	lineFollowing, lineClaimed, lineDone, lineDelta, lineThinking, lineRun}
 
 // The live lines of text as the provider writes it (see
 // runtime.DeltaObserver): the playground's and the API's continuation

@@ -74,6 +74,7 @@ var answers = map[runtime.Code]answer{
 	codeUnauthorized:                  {html: http.StatusUnauthorized, api: http.StatusUnauthorized},
 	codeInsufficientScope:             {html: http.StatusForbidden, api: http.StatusForbidden},
 	runtime.CodeTooManyRequests:       {html: http.StatusTooManyRequests, api: http.StatusTooManyRequests},
+	runtime.CodeCursorExpired:         {html: http.StatusGone, api: http.StatusGone},
 	codeInvalidConfiguration:          {html: http.StatusUnprocessableEntity, api: http.StatusUnprocessableEntity},
 	codeUnsupportedMediaType:          {html: http.StatusUnsupportedMediaType, api: http.StatusUnsupportedMediaType},
 	codeAdminsOnly:                    {html: http.StatusForbidden, api: http.StatusForbidden},

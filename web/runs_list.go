@@ -87,6 +87,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		return
 	}
 	q.Limit = historyPageSize
+	cursor := s.feedCursor(r.Context()) // before the read: nothing after it is missed
 	page, err := s.engine.History(r.Context(), actor, q)
 	if err != nil {
 		s.refuse(w, r, s.at.page, 0, err)
@@ -100,6 +101,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	v := templates.HistoryPage{Page: s.pageFor(r, "Runs"), Admin: actor.Role == runtime.RoleAdmin,
 		Filter: templates.HistoryFilter{Status: r.URL.Query().Get("status"), Configuration: r.URL.Query().Get("configuration"),
 			Owner: r.URL.Query().Get("owner"), Mine: q.DecidedByMe}}
+	v.FeedCursor = cursor
 	for _, st := range statuses {
 		v.Filter.Statuses = append(v.Filter.Statuses, templates.Option{Value: string(st), Label: templates.StatusText(string(st))})
 	}

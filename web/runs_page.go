@@ -21,6 +21,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 		return
 	}
 	u := currentUser(r)
+	cursor := s.feedCursor(r.Context()) // before the read: nothing after it is missed
 	d, err := s.engine.Detail(r.Context(), id, u.Actor())
 	if err != nil {
 		s.refuse(w, r, s.at.page, id, err)
@@ -36,6 +37,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 		sum.Owner = owner.Name
 	}
 	page := templates.RunPage{Page: s.pageFor(r, fmt.Sprintf("Run %d", run.ID)), Run: sum}
+	page.FeedCursor = cursor
 	if page.FailedDeliveries, err = s.failedDeliveries(r, run.ID); err != nil {
 		s.refuse(w, r, s.at.page, id, err)
 		return

@@ -54,6 +54,10 @@ type EventLog interface {
 	Events(ctx context.Context, runID int64, afterSeq int) ([]runtime.Event, error)
 	LastSeq(ctx context.Context, runID int64) (int, error)
 	Watch(runID int64, afterSeq int) *runtime.Watch
+	// WatchChanges attaches a client of the change feed (GET /api/feed),
+	// and FeedCursor is where a page's script attaches it from.
+	WatchChanges(ctx context.Context, after *runtime.FeedCursor) (*runtime.ChangeWatch, error)
+	FeedCursor(ctx context.Context) (runtime.FeedCursor, error)
 }
 
 // Users is what sign-in needs of the store.
@@ -176,6 +180,7 @@ type Server struct {
 	webhooks       Webhooks
 	notReady       func(error) bool
 	hsts           bool
+	feedLines      feedLineCache
 }
 
 // New returns a server.
@@ -231,6 +236,7 @@ func (s *Server) Handler() http.Handler {
 	r.GET("/inbox", s.signedIn(s.inbox))
 	r.GET("/inbox/continuing", s.signedIn(s.continuingList))
 	r.GET("/inbox/runs/:id", s.signedIn(s.inboxRunPage))
+	r.GET("/inbox/cards/:id", s.signedIn(s.inboxCard))
 	r.POST("/inbox/runs/:id/decision", s.signedIn(s.form(s.decision)))
 	r.POST("/inbox/runs/:id/input", s.signedIn(s.form(s.input)))
 	r.POST("/inbox/decisions", s.signedIn(s.form(s.inboxBulk)))
@@ -256,6 +262,7 @@ func (s *Server) Handler() http.Handler {
 	r.GET("/api/runs/:id/events", s.apiStream(runtime.ScopeRunRead, s.apiEvents))
 	r.POST("/api/runs/:id/messages", s.api(runtime.ScopeRunStart, s.apiMessage))
 	r.GET("/api/runs/:id/messages", s.api(runtime.ScopeRunRead, s.apiMessages))
+	r.GET("/api/feed", s.apiStream(runtime.ScopeRunRead+" "+runtime.ScopeRunDecide, s.apiFeed))
 	r.POST("/api/runs/:id/decisions", s.api(runtime.ScopeRunDecide, s.apiDecide))
 	r.POST("/api/runs/:id/input", s.api(runtime.ScopeRunDecide, s.apiInput))
 	r.POST("/api/decisions", s.api(runtime.ScopeRunDecide, s.apiBulk))

@@ -89,6 +89,35 @@ func (st *stream) send(typ string, v any) {
 	}
 }
 
+// sendLines writes lines already encoded, each ending in its newline, all
+// of one type, and flushes once: a feed's batch of changes costs its
+// client one write to the socket, not one a line. Lines sent this way
+// carry no turn.
+func (st *stream) sendLines(typ string, lines [][]byte) {
+	if len(lines) == 0 {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.last = time.Now()
+	if st.broken {
+		return
+	}
+	st.rc.SetWriteDeadline(time.Now().Add(st.writeTimeout))
+	for _, b := range lines {
+		if _, err := st.w.Write(b); err != nil {
+			st.broken = true
+			return
+		}
+	}
+	st.flush()
+	if count := st.lines[typ]; count != nil && !st.broken {
+		for range lines {
+			count()
+		}
+	}
+}
+
 func (st *stream) flush() {
 	if err := st.rc.Flush(); err != nil {
 		st.broken = true

@@ -128,6 +128,25 @@ func (c *client) get(ctx context.Context, path string) (int, error) {
 	return resp.StatusCode, nil
 }
 
+// openStream GETs an NDJSON route with the bearer token and returns the
+// body of its 200; any other answer is an error that names it.
+func (c *client) openStream(ctx context.Context, path string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, fmt.Errorf("GET %s: %s", path, answerError(resp))
+	}
+	return resp.Body, nil
+}
+
 // answerError describes a refused answer: its status and the start of its
 // body, which is where the server says why.
 func answerError(resp *http.Response) string {

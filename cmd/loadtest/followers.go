@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -203,24 +202,15 @@ type latencySample struct {
 // followEvents follows a run's event stream until ctx ends: attached is
 // called at the first line, event for every event line recorded after it.
 func (c *client) followEvents(ctx context.Context, run int64, attached func(), event func(latencySample)) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/api/runs/%d/events", c.base, run), nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := c.http.Do(req)
+	body, err := c.openStream(ctx, fmt.Sprintf("/api/runs/%d/events", run))
 	if err != nil {
 		attached()
 		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		attached()
-		return fmt.Errorf("GET /api/runs/%d/events: %s", run, answerError(resp))
-	}
+	defer body.Close()
 	var since time.Time
 	var lineErr error
-	err = readLines(resp.Body, func(line []byte, at time.Time) bool {
+	err = readLines(body, func(line []byte, at time.Time) bool {
 		var v struct {
 			Type      string `json:"type"`
 			CreatedAt string `json:"created_at"`

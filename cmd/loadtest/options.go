@@ -23,9 +23,10 @@ const (
 	phaseSteps     = "steps"
 	phaseBulkFlood = "bulk-flood"
 	phaseFollowups = "followups"
+	phaseFeed      = "feed"
 )
 
-var allPhases = []string{phaseStreams, phaseFirstLine, phaseBurst, phaseDurable, phaseSignin, phaseFollowers, phaseSteps, phaseBulkFlood, phaseFollowups}
+var allPhases = []string{phaseStreams, phaseFirstLine, phaseBurst, phaseDurable, phaseSignin, phaseFollowers, phaseSteps, phaseBulkFlood, phaseFollowups, phaseFeed}
 
 // defaultPhases run without --phases: signin only when named, for it
 // measures something else (the cost of an attack, not of decisions) and
@@ -95,6 +96,10 @@ type options struct {
 	followupsInFlight int
 	followupsRounds   int
 	followupTurns     int
+
+	feedClients int
+	feedChanges int
+	feedRate    int
 
 	firstLineHold    time.Duration
 	setupConcurrency int
@@ -174,6 +179,18 @@ Markdown table of what it measured against the project's targets:
               delivery latency of every event line in the second window: its
               arrival minus its created_at (the database's commit time).
               Not run by default: name it, --phases followers. Needs --dsn.
+  feed        --feed-clients clients follow GET /api/feed (the load user's
+              one feed each) while this command's own engine makes
+              --feed-changes run changes, --feed-rate a second: runs of
+              the quick configuration that start, pause, are approved and
+              settle, four changes each (another process, so the server's
+              poller reads them from the change log). Measures the statements the server's feed
+              sent the database per second (turnstile_feed_queries_total
+              on its /metrics), the delivery latency of every run line
+              (its arrival minus the moment this command's step returned,
+              so a little under the truth), the lines that did not arrive,
+              and the server's RSS per open feed client. Not run by
+              default: name it, --phases feed. Needs --dsn.
   steps       --steps-runs runs are started at once by streamed POST
               /api/runs, so that each continues inside its request on the
               server, recording --steps-calls+3 steps (a round, as many
@@ -257,7 +274,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&o.token, "token", "", "bearer token (tst_…) with run:start and run:decide; created when --dsn is given and this is empty")
 	fs.StringVar(&o.dsn, "dsn", getenv("TURNSTILE_DSN"), "the server's MySQL DSN, to create the user, token, configurations and waiting runs directly [TURNSTILE_DSN]")
 	fs.StringVar(&o.user, "user", "loadtest", "with --dsn: the user that owns the runs and decides them (created when absent, with the approve grant and no password)")
-	phases := fs.String("phases", strings.Join(defaultPhases, ","), "comma-separated phases to run: streams, first-line, burst, durable, signin, followers, steps, bulk-flood, followups (burst, signin, followers, steps, bulk-flood and followups only when named)")
+	phases := fs.String("phases", strings.Join(defaultPhases, ","), "comma-separated phases to run: streams, first-line, burst, durable, signin, followers, steps, bulk-flood, followups, feed (burst, signin, followers, steps, bulk-flood, followups and feed only when named)")
 	fs.IntVar(&o.streams, "streams", 10000, "streams phase: concurrent streamed continuations")
 	fs.DurationVar(&o.hold, "hold", 90*time.Second, "streams phase: how long each continuation works silently after the approval (at most 120s)")
 	fs.IntVar(&o.openConcurrency, "open-concurrency", 256, "streams phase: decisions posted at once while the streams open (a stream frees its slot at its first line)")
@@ -290,6 +307,9 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.IntVar(&o.followupsInFlight, "followups-in-flight", 100, "followups phase: turns of one kind kept in flight at all times, by as many clients")
 	fs.IntVar(&o.followupsRounds, "followups-rounds", 5, "followups phase: rounds, each of --followups-n/rounds first turns and as many follow-ups, which goes first alternating")
 	fs.IntVar(&o.followupTurns, "followup-turns", 10, "followups phase: turns each run has done before its follow-up (so the follow-up reads a transcript of that many turns)")
+	fs.IntVar(&o.feedClients, "feed-clients", 1000, "feed phase: clients of GET /api/feed")
+	fs.IntVar(&o.feedChanges, "feed-changes", 10000, "feed phase: run changes made while they listen (four per run)")
+	fs.IntVar(&o.feedRate, "feed-rate", 100, "feed phase: run changes a second (0: as fast as they go)")
 	fs.IntVar(&o.setupConcurrency, "setup-concurrency", 32, "runs started at once while preparing a phase")
 	fs.DurationVar(&o.firstLineHold, "first-line-hold", 2*time.Second, "first-line phase: how long each continuation works silently after its first line, so that a burst's continuations do not finish while the rest of it waits; in the steady part, each client posts about one decision per hold")
 	fs.StringVar(&o.printConfig, "print-config", "", "print the hold, first-line, quick or burst configuration as YAML for \"turnstile config apply\" (needed without --dsn), and exit")
@@ -376,7 +396,8 @@ func (o *options) validate() error {
 		{"--steps-runs", o.stepsRuns}, {"--steps-calls", o.stepsCalls},
 		{"--bulk-flood-n", o.bulkFloodN}, {"--bulk-flood-rounds", o.bulkFloodRounds},
 		{"--followups-n", o.followupsN}, {"--followups-in-flight", o.followupsInFlight},
-		{"--followups-rounds", o.followupsRounds}, {"--followup-turns", o.followupTurns}} {
+		{"--followups-rounds", o.followupsRounds}, {"--followup-turns", o.followupTurns},
+		{"--feed-clients", o.feedClients}, {"--feed-changes", o.feedChanges}} {
 		if c.v < 1 {
 			return fmt.Errorf("%s must be at least 1, not %d", c.name, c.v)
 		}
@@ -418,6 +439,10 @@ func (o *options) validate() error {
 		return fmt.Errorf("--follow-window must be at least 1s, not %s", o.followWindow)
 	case o.stepsWindow < time.Second:
 		return fmt.Errorf("--steps-window must be at least 1s, not %s", o.stepsWindow)
+	case o.feedRate < 0:
+		return fmt.Errorf("--feed-rate must be 0 (as fast as they go) or more, not %d", o.feedRate)
+	case slices.Contains(o.phases, phaseFeed) && o.dsn == "":
+		return errors.New("the feed phase needs --dsn: it makes the run changes itself, in another process than the server")
 	case slices.Contains(o.phases, phaseSteps) && o.dsn == "":
 		return errors.New("the steps phase needs --dsn: it saves its configuration itself")
 	case o.followupsInFlight > o.followupsN/o.followupsRounds:

@@ -51,6 +51,7 @@ type report struct {
 	steps     *stepsResult
 	bulkFlood *bulkFloodResult
 	followups *followupsResult
+	feed      *feedResult
 }
 
 func (r *report) note(s string) { r.notes = append(r.notes, s) }
@@ -140,6 +141,9 @@ func (r *report) rows() []row {
 		rows = append(rows, b.rows()...)
 	}
 	if f := r.followups; f != nil {
+		rows = append(rows, f.rows()...)
+	}
+	if f := r.feed; f != nil {
 		rows = append(rows, f.rows()...)
 	}
 	return rows
@@ -260,6 +264,9 @@ func (r *report) write(w io.Writer) {
 		fmt.Fprint(w, b.line())
 	}
 	if f := r.followups; f != nil {
+		fmt.Fprint(w, f.line())
+	}
+	if f := r.feed; f != nil {
 		fmt.Fprint(w, f.line())
 	}
 	for _, n := range r.notes {

@@ -45,6 +45,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		cpus: runtime.NumCPU(), memory: memTotal(), phases: o.phases}
 
 	followers, streams, burst, stepsRuns, followups := 0, 0, 0, 0, 0
+	if slices.Contains(o.phases, phaseFeed) {
+		followers += o.feedClients
+	}
 	if slices.Contains(o.phases, phaseFollowups) {
 		followups = o.followupsInFlight
 	}
@@ -117,6 +120,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			rep.bulkFlood = l.bulkFloodPhase(ctx)
 		case phaseFollowups:
 			rep.followups = l.followupsPhase(ctx)
+		case phaseFeed:
+			rep.feed = l.feedPhase(ctx)
 		case phaseSignin:
 			rep.signin = l.signinPhase(ctx)
 			if n := rep.signin.answers[http.StatusTooManyRequests]; n > 0 && o.signinTarget == signinFlood {

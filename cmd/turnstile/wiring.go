@@ -259,6 +259,12 @@ func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 	a.mcp = mcp.NewSource(mcp.Options{Getenv: d.getenv, Logger: log})
 	opts.Source = a.mcp
 	a.engine = runtime.New(opts)
+	if a.metrics != nil {
+		if err := a.metrics.WatchFeed(a.engine); err != nil {
+			a.closeDB()
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
 	warnPublicURL(ctx, a, d)
 	return a, nil
 }

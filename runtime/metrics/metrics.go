@@ -223,6 +223,27 @@ func (m *Metrics) WatchDB(db *sql.DB) error {
 	return m.reg.Register(collectors.NewDBStatsCollector(db, "turnstile"))
 }
 
+// Feed is a process's change feed (GET /api/feed).
+type Feed interface {
+	// FeedClients is how many feed clients are attached now.
+	FeedClients() int
+	// FeedQueries counts the statements the feed sent the store.
+	FeedQueries() int64
+}
+
+// WatchFeed adds a process's change feed: its clients, and the statements
+// its poller (and its clients' catch-up reads) sent. It errors when
+// called twice.
+func (m *Metrics) WatchFeed(f Feed) error {
+	return errors.Join(
+		m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "turnstile_feed_clients",
+			Help: "Clients of GET /api/feed attached to this process now."},
+			func() float64 { return float64(f.FeedClients()) })),
+		m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "turnstile_feed_queries_total",
+			Help: "Statements this process's change feed sent the database: one poll per interval for all its clients, and catch-up reads."},
+			func() float64 { return float64(f.FeedQueries()) })))
+}
+
 // Slots are a server's in-request continuation slots.
 type Slots interface {
 	// SlotsInUse is how many continuations run inside requests now.

@@ -15,7 +15,7 @@ func newSweepCounter(reg *prometheus.Registry) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnstile_expired_deleted_total",
 		Help: "Rows this process's workers deleted because they can never be used again, by kind: token (API tokens expired or revoked), session (sign-in sessions expired)."},
 		[]string{"kind"})
-	for _, k := range []string{runtime.SweptToken, runtime.SweptSession} {
+	for _, k := range []string{runtime.SweptToken, runtime.SweptSession, runtime.SweptChange} {
 		c.WithLabelValues(k)
 	}
 	reg.MustRegister(c)

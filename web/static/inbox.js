@@ -171,4 +171,137 @@
 	}
 	var continuing = one(document.documentElement, '[data-continuing]');
 	if (continuing) window.setTimeout(function () { keepContinuing(continuing); }, CONTINUING_EVERY);
+
+	// The inbox follows the person's feed (feed.js): a run that starts
+	// waiting gets its card, one decided (or settled) elsewhere leaves the
+	// page with who decided it, and the count follows — without touching
+	// any other card, so nothing typed into one is lost. For each change
+	// the run's card is asked of /inbox/cards/:id, which says whether it
+	// waits for this person and how many runs do: right however often, or
+	// in whatever order, the feed tells of a change.
+	var cards = one(document.documentElement, '[data-inbox-cards]');
+	if (!cards) return;
+	var mode = E.attr(cards, 'data-inbox-cards');
+	var asking = {}; // run id: the change to ask about again once the answer is in
+
+	// A run that starts waiting is asked for its card; a change of a run
+	// with a card on the page, for whether it still waits; any other
+	// change (a run on another page, or one that never waited here) only
+	// moves the count, asked at most every COUNT_EVERY: a busy feed does
+	// not become a request a change.
+	var COUNT_EVERY = 2000;
+	var counting = null; // the run to ask the count by, once the timer fires
+	document.addEventListener('turnstile:run', function (event) {
+		var m = event.detail;
+		if (m.change === 'waiting' || cardOf(String(m.run_id))) {
+			ask(m);
+		} else if (m.change !== 'started' && mode !== 'filtered') {
+			if (counting === null) {
+				window.setTimeout(function () { var c = counting; counting = null; ask(c); }, COUNT_EVERY);
+			}
+			counting = m;
+		}
+	});
+
+	function cardOf(id) {
+		return one(document.documentElement, '[data-testid="inbox-run"][data-run-id="' + id + '"]');
+	}
+
+	// mine: the person submitted one of the card's forms; its own stream
+	// says how it ends.
+	function mine(card) {
+		var forms = E.all(card, 'form');
+		for (var i = 0; i < forms.length; i++) {
+			if (busy.has(forms[i])) return true;
+		}
+		return false;
+	}
+
+	function ask(m) {
+		var id = String(m.run_id);
+		if (asking[id] !== undefined) {
+			asking[id] = m;
+			return;
+		}
+		asking[id] = null;
+		window.fetch('/inbox/cards/' + id, { credentials: 'same-origin', headers: { 'Accept': 'text/html' }, redirect: 'manual' })
+			.then(function (r) {
+				var total = r.headers.get('X-Inbox-Total');
+				if (total !== null && mode !== 'filtered') showTotal(parseInt(total, 10));
+				if (r.status === 204) {
+					gone(id, m);
+					return null;
+				}
+				return r.status === 200 ? r.text() : null;
+			})
+			.then(function (html) { if (html) show(id, html); }, function () {})
+			.then(function () {
+				var next = asking[id];
+				delete asking[id];
+				if (next) ask(next);
+			});
+	}
+
+	// show puts a waiting run's card on the page: a new one at the end
+	// (the list is oldest first), one of a new turn in place of the old.
+	function show(id, html) {
+		var t = document.createElement('template');
+		t.innerHTML = html.trim();
+		var fresh = t.content.firstElementChild;
+		if (!fresh) return;
+		var old = cardOf(id);
+		if (old) {
+			if (E.attr(old, 'data-digest') !== E.attr(fresh, 'data-digest') && !mine(old)) old.replaceWith(fresh);
+			return;
+		}
+		if (mode !== 'all') {
+			var more = one(document.documentElement, '[data-inbox-more]');
+			if (more) more.hidden = false;
+			return;
+		}
+		E.append(cards, fresh);
+	}
+
+	// gone replaces the card of a run that waits no more with who decided
+	// it (or how it ended).
+	function gone(id, m) {
+		var old = cardOf(id);
+		if (!old || mine(old)) return;
+		var note = document.createElement('p');
+		note.className = 'card decided-elsewhere';
+		E.setAttr(note, 'data-testid', 'decided-elsewhere');
+		E.setAttr(note, 'data-run-id', id);
+		note.textContent = 'Run #' + id + ' ' + outcome(m) + '.';
+		old.replaceWith(note);
+	}
+
+	var VERBS = { approve: 'approved', deny: 'denied', input: 'answered' };
+
+	function outcome(m) {
+		if (m.change === 'decided') {
+			var verb = VERBS[m.decision] || 'decided';
+			return m.decided_by ? verb + ' by ' + m.decided_by : verb + ': nobody decided in time';
+		}
+		if (m.change === 'erased') return 'was erased';
+		if (m.change === 'settled') return 'is ' + String(m.status).replace(/_/g, ' ');
+		return 'no longer waits';
+	}
+
+	// showTotal keeps the count line (or the empty inbox's line) right.
+	function showTotal(n) {
+		if (isNaN(n)) return;
+		var total = one(document.documentElement, '[data-testid="inbox-total"]');
+		var empty = one(document.documentElement, '[data-testid="inbox-empty"]');
+		var line = n === 0 ? empty : total;
+		if (!line) {
+			line = document.createElement('p');
+			line.className = n === 0 ? 'empty' : 'lede';
+			E.setAttr(line, 'data-testid', n === 0 ? 'inbox-empty' : 'inbox-total');
+			cards.parentNode.insertBefore(line, cards);
+		}
+		line.hidden = false;
+		line.textContent = n === 0 ? 'Nothing waits for you.' : E.plural(n, 'run waits', 'runs wait') + ' for a decision, oldest first.';
+		var other = n === 0 ? total : empty;
+		if (other) other.hidden = true;
+	}
 }());
