@@ -586,11 +586,21 @@ func TestCancelRequestedAtAHandOffStopsTheWorkerBeforeTheWrite(t *testing.T) {
 		}
 		r.Engine.Drain()
 	}))
-	if out.Status != runtime.StatusDecided {
-		t.Fatalf("continuation = %+v, want it handed back as decided", out)
-	}
 	if n := r.Refunds(t, w.order); n != 0 {
 		t.Fatalf("order %s refunded %d times before the hand-off", w.order, n)
+	}
+	switch out.Status {
+	case runtime.StatusDecided:
+	case runtime.StatusCancelled:
+		// The holder's own poll of the cancels (every 250 ms) saw the
+		// cancel before the drain handed the run back, as it may on a
+		// loaded machine: the run is cancelled here, and the write still
+		// never ran.
+		t.Logf("the holder saw the cancel before its hand-off; no worker needed")
+		r.Gapless(t, w.id)
+		return
+	default:
+		t.Fatalf("continuation = %+v, want it handed back as decided (or cancelled by its holder)", out)
 	}
 
 	wk := startWork(t, r, lease)
