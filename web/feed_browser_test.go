@@ -45,10 +45,20 @@ func TestBrowserInboxFollowsTheFeedWithoutLosingTypedText(t *testing.T) {
 	if got := text(typist, `[data-testid="inbox-total"]`); !strings.HasPrefix(got, "2 runs wait") {
 		t.Errorf("count = %q after a new run waits, want 2 runs wait", got)
 	}
+	if !get(typist, "see where the focus is", chromedp.Evaluate[bool](`document.activeElement.matches(`+jsString(reason)+`)`)) {
+		t.Errorf("the focus left the reason being typed while the page changed")
+	}
 	typist.do("type on", stepTimeout, chromedp.SendKeys(chromedp.CSS(reason), "son"))
 	if got := get(typist, "read the reason", chromedp.Value(chromedp.CSS(reason))); got != "half a reason" {
 		t.Errorf("the reason reads %q, want %q: the page lost what was typed", got, "half a reason")
 	}
+	// What came and went is announced (the cards' container is a polite
+	// live region), and the page as it changed is still accessible.
+	if got := get(typist, "read the cards' live region", chromedp.Evaluate[string](
+		`document.querySelector('[data-testid="inbox-cards"]').getAttribute('aria-live')`)); got != "polite" {
+		t.Errorf("the inbox's cards are aria-live=%q, want polite", got)
+	}
+	typist.wantAccessible("the inbox after the feed changed it")
 
 	plain := openTab(t, a, false)
 	plain.signIn("approver")
