@@ -164,6 +164,10 @@ type changeFeed struct {
 	recentFrom int64
 	polled     time.Time // the last poll that answered
 	failing    time.Time
+	// gaveUp is when gaps were last given up early: said at most once a
+	// minute, since on a busy Galera cluster (its nodes' interleaved ids)
+	// it may happen at every poll.
+	gaveUp time.Time
 
 	// queries counts the statements the poller sent, for tests and the
 	// load test.
@@ -304,7 +308,10 @@ func (f *changeFeed) readLocked(cs []RunChange, now time.Time) {
 		}
 	}
 	if n := len(kept) - changeMaxGaps; n > 0 {
-		f.e.log.Warn("change feed: too many ids skipped at once; the oldest are given up early", "gaps", len(kept))
+		if now.Sub(f.gaveUp) >= time.Minute {
+			f.e.log.Warn("change feed: too many ids skipped at once; the oldest are given up early", "gaps", len(kept))
+			f.gaveUp = now
+		}
 		kept = kept[n:]
 	}
 	f.gaps = kept

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/turnstile-dev/turnstile/runtime"
@@ -252,6 +254,15 @@ func TestBrowserTwoPagesApproveOneCard(t *testing.T) {
 	a := newApp(t, 0)
 	paused, order := a.Waiting(t, "slow")
 	first, second := openTab(t, a, true), openTab(t, a, true)
+	// The second page has not heard of the first decision yet (its feed
+	// lags, or is cut): with the feed, its card would leave the page as
+	// "approved by approver" before the click, which the feed's own
+	// browser test covers.
+	second.do("cut the second page's feed", stepTimeout, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, network.SetBlockedURLs, network.SetBlockedURLsParams{
+			URLPatterns: []*network.BlockPattern{{URLPattern: second.base + "/api/feed*", Block: true}}})
+		return err
+	}))
 	first.signIn("approver")
 	second.signIn("admin")
 	sel := runSelector(paused.RunID)
