@@ -112,7 +112,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	sessions.Cookie.HttpOnly = true
 	sessions.Cookie.SameSite = http.SameSiteLaxMode
 	sessions.Cookie.Secure = secure
-	server := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Catalog: a.store, Agents: agentFiles{a},
+	server := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Credentials: a.store, Catalog: a.store, Agents: agentFiles{a},
 		Events: a.engine, Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout,
 		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store, Metrics: a.metrics,
 		MaxUserRequests: noLimit(*maxUserRequests), MaxUserStreams: noLimit(*maxUserStreams),

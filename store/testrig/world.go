@@ -143,6 +143,9 @@ func New(t testing.TB, opts ...Option) *World {
 // rest of its options are o's.
 func (w *World) NewEngine(o runtime.Options) *runtime.Engine {
 	o.Store, o.Tools, o.Providers, o.Validator = w.Store, w.Tools, scripted.Factory, schema.New()
+	if o.Credentials == nil {
+		o.Credentials = w.Store
+	}
 	return runtime.New(o)
 }
 

@@ -167,7 +167,13 @@ func (s *Source) serverTools(ctx context.Context, srv runtime.MCPServer, list bo
 	if err := CheckServerName(srv.Name); err != nil {
 		return nil, err
 	}
-	ep, err := s.endpoint(srv)
+	var cred *runtime.RunCredential
+	if srv.Identity == runtime.IdentityForward {
+		if cred = runtime.CredentialFrom(ctx); cred == nil {
+			return nil, errNoCredential
+		}
+	}
+	ep, err := s.endpoint(srv, cred)
 	if err != nil {
 		return nil, err
 	}
@@ -202,10 +208,17 @@ func MissingVariables(srv runtime.MCPServer, getenv func(string) string) []strin
 	return missing
 }
 
+// errNoCredential is why a forwarding server is unavailable to a run
+// that has no credential to send it.
+var errNoCredential = errors.New("identity: forward, but the run has no credential to send (minting it failed; see the log)")
+
 // endpoint returns the endpoint of a server entry, with its URL and headers
 // read from the environment now. Every unset variable of the entry is
-// named in one *unsetError.
-func (s *Source) endpoint(srv runtime.MCPServer) (*endpoint, error) {
+// named in one *unsetError. A forwarding entry (cred set) gets an
+// endpoint of its own per credential, which closes when the credential is
+// revoked: its sessions were opened as the run's owner and serve no other
+// run.
+func (s *Source) endpoint(srv runtime.MCPServer, cred *runtime.RunCredential) (*endpoint, error) {
 	// A malformed reference is reported as such before any variable is
 	// read.
 	if err := CheckTemplate(srv.URL); err != nil {
@@ -251,6 +264,13 @@ func (s *Source) endpoint(srv runtime.MCPServer) (*endpoint, error) {
 		headers.Set(name, v)
 		key = append(key, http.CanonicalHeaderKey(name)+": "+v)
 	}
+	if cred != nil {
+		// Checked again here, on the URL as the environment makes it.
+		if err := runtime.CheckForwardURL(url); err != nil {
+			return nil, err
+		}
+		key = append(key, fmt.Sprintf("run credential %p", cred))
+	}
 	k := strings.Join(key, "\n")
 
 	s.mu.Lock()
@@ -260,10 +280,24 @@ func (s *Source) endpoint(srv runtime.MCPServer) (*endpoint, error) {
 	}
 	ep, ok := s.endpoints[k]
 	if !ok {
-		ep = &endpoint{src: s, url: url, headers: headers, secrets: secrets}
+		ep = &endpoint{src: s, url: url, headers: headers, secrets: secrets, cred: cred}
 		s.endpoints[k] = ep
+		if cred != nil {
+			cred.OnEnd(func() { s.forget(k, ep) })
+		}
 	}
 	return ep, nil
+}
+
+// forget drops a forwarding endpoint whose credential was revoked and
+// closes its session; calls still using it finish first.
+func (s *Source) forget(k string, ep *endpoint) {
+	s.mu.Lock()
+	if s.endpoints[k] == ep {
+		delete(s.endpoints, k)
+	}
+	s.mu.Unlock()
+	ep.retire()
 }
 
 func (s *Source) isClosed() bool {
