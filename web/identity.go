@@ -23,17 +23,23 @@ type Credentials interface {
 // little JSON or form around it.
 const maxIntrospectBytes = 4 << 10
 
-// introspection is the answer of POST /api/identity/introspect (RFC 7662):
-// only active when the credential is live, every other field then.
+// introspection is the answer of POST /api/identity/introspect (RFC 7662)
+// for a live credential; any other is answered inactive, and nothing
+// more.
 type introspection struct {
 	Active        bool     `json:"active"`
-	Sub           string   `json:"sub,omitempty"`
-	UserID        int64    `json:"user_id,omitempty"`
-	RunID         int64    `json:"run_id,omitempty"`
-	Configuration string   `json:"configuration,omitempty"`
-	Grants        []string `json:"grants,omitempty"`
-	Role          string   `json:"role,omitempty"`
-	Exp           int64    `json:"exp,omitempty"`
+	Sub           string   `json:"sub"`
+	UserID        int64    `json:"user_id"`
+	RunID         int64    `json:"run_id"`
+	Configuration string   `json:"configuration"`
+	Grants        []string `json:"grants"`
+	Role          string   `json:"role"`
+	Exp           int64    `json:"exp"`
+}
+
+// inactive is the answer for every credential that is not live.
+type inactive struct {
+	Active bool `json:"active"`
 }
 
 // apiIntrospect tells an internal MCP server who the run credential it was
@@ -51,7 +57,7 @@ func (s *Server) apiIntrospect(w http.ResponseWriter, r *http.Request, _ httprou
 		s.refuse(w, r, s.at.api, 0, err)
 		return
 	}
-	ans := introspection{}
+	var ans any = inactive{}
 	if s.credentials != nil {
 		id, err := s.credentials.IntrospectRunToken(r.Context(), token)
 		switch {
