@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/turnstile-dev/turnstile/runtime"
+	"github.com/turnstile-dev/turnstile/runtime/tool/mcp/examplemcp"
+)
+
+// forwardKillYAML pauses on a refund, then asks the orders server, which
+// is sent the run's credential, for the owner's orders.
+const forwardKillYAML = `
+identifier: forward
+provider:
+  type: scripted
+  script:
+    rounds:
+      - tool_calls: [{name: refund_order, arguments: {order_id: "${order_id}", reason: "x"}}]
+      - tool_calls: [{name: orders__my_orders, arguments: {}}]
+      - text: "Done."
+tools: [refund_order]
+mcp_servers:
+  - name: orders
+    url: ${ORDERS_URL}
+    identity: forward
+    requires_approval: false
+`
+
+// heldOrders is the example server's data: the first listing is held
+// until the test lets it go (or its request dies with its process), each
+// listing notes the credential it was asked with, and whether that was
+// live then.
+type heldOrders struct {
+	r    *rig
+	held chan struct{} // closed when the first listing is held
+
+	mu    sync.Mutex
+	calls int
+	seen  []string
+	live  []bool
+}
+
+func (h *heldOrders) Introspect(ctx context.Context, token string) (examplemcp.Identity, error) {
+	id, err := h.r.Store.IntrospectRunToken(ctx, token)
+	if errors.Is(err, runtime.ErrTokenInvalid) {
+		return examplemcp.Identity{}, examplemcp.ErrInactive
+	}
+	if err != nil {
+		return examplemcp.Identity{}, err
+	}
+	return examplemcp.Identity{Sub: id.User.Name, UserID: id.User.ID, RunID: id.RunID, Expires: id.ExpiresAt}, nil
+}
+
+func (h *heldOrders) OrdersOf(ctx context.Context, owner string) ([]examplemcp.Order, error) {
+	h.mu.Lock()
+	h.calls++
+	first := h.calls == 1
+	h.mu.Unlock()
+	if first {
+		close(h.held)
+		<-ctx.Done() // the serving process dies with the call in flight
+		return nil, ctx.Err()
+	}
+	return []examplemcp.Order{{ID: "ORD-1", Customer: owner, AmountCents: 100, Currency: "EUR"}}, nil
+}
+
+// A worker that takes a run over after its serving process was killed
+// with -9 mints a credential of its own: the orders server sees a new
+// one, live, and the dead process's one is inactive.
+func TestKilledServerCredentialIsReplacedByTheWorkers(t *testing.T) {
+	r := newRig(t, forwardKillYAML)
+	h := &heldOrders{r: r, held: make(chan struct{})}
+	var mu sync.Mutex
+	var bearers []string
+	inner := examplemcp.Handler(h, h)
+	orders := httptest.NewServer(recordBearer(inner, func(b string) {
+		mu.Lock()
+		bearers = append(bearers, b)
+		mu.Unlock()
+	}))
+	defer orders.Close()
+	env := childEnv("ORDERS_URL=" + orders.URL)
+
+	w := r.waiting(t, "forward")
+	addr := freeAddr(t)
+	s := startServer(t, addr, env, "--addr", addr, "--dsn", r.DSN, "--workers", "0", lease)
+	b := signIn(t, s.addr, "operator")
+	page := b.inbox(t)
+	b.stream(t, w.id, page.digests[w.id])
+	select {
+	case <-h.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the orders server was never asked")
+	}
+	mu.Lock()
+	first := bearers[len(bearers)-1]
+	mu.Unlock()
+	if _, err := r.Store.IntrospectRunToken(context.Background(), bearerToken(first)); err != nil {
+		t.Fatalf("the serving process's credential is not live while it holds the run: %v", err)
+	}
+	kill9(t, s)
+
+	wk := startChild(t, env, "work", "--dsn", r.DSN, lease, "--workers", "1")
+	r.WaitStatus(t, w.id, runtime.StatusCompleted, 40*time.Second)
+	terminate(t, wk, 15*time.Second)
+
+	mu.Lock()
+	defer mu.Unlock()
+	last := bearers[len(bearers)-1]
+	if last == first || !runCredentialForm.MatchString(last) {
+		t.Fatalf("the worker's calls carried %q, want a new credential, not the dead process's %q", last, first)
+	}
+	if _, err := r.Store.IntrospectRunToken(context.Background(), bearerToken(first)); !errors.Is(err, runtime.ErrTokenInvalid) {
+		t.Errorf("the dead process's credential introspects as %v, want inactive", err)
+	}
+	tools := 0
+	for _, e := range r.Events(t, w.id) {
+		if e.Kind == runtime.KindTool {
+			tools++
+		}
+		if strings.Contains(string(e.Payload), "tsr_") {
+			t.Errorf("event %d carries a run credential: %s", e.Seq, e.Payload)
+		}
+	}
+	if tools < 2 {
+		t.Errorf("%d tool events, want the refund's and the listing's", tools)
+	}
+	// Neither process logged a credential.
+	for _, tok := range []string{bearerToken(first), bearerToken(last)} {
+		hexPart := strings.TrimPrefix(tok, "tsr_")
+		if strings.Contains(s.stderr.String(), hexPart) || strings.Contains(wk.stderr.String(), hexPart) ||
+			strings.Contains(s.stdout.String(), hexPart) || strings.Contains(wk.stdout.String(), hexPart) {
+			t.Errorf("a process logged the credential %s…", tok[:8])
+		}
+	}
+	if n := r.Count(t, `SELECT COUNT(*) FROM run_tokens`); n != 0 {
+		t.Errorf("%d run_tokens rows after the run completed, want 0", n)
+	}
+}
+
+var runCredentialForm = regexp.MustCompile(`^Bearer tsr_[0-9a-f]{64}$`)
+
+// recordBearer tells note the Authorization header of every request.
+func recordBearer(h http.Handler, note func(string)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		note(r.Header.Get("Authorization"))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// bearerToken is the credential of an Authorization header.
+func bearerToken(header string) string { return strings.TrimPrefix(header, "Bearer ") }
