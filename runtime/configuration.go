@@ -153,7 +153,7 @@ func (c *Configuration) Normalize() error {
 			return fmt.Errorf("configuration %s: tool_policies %s: %w", c.Identifier, name, err)
 		}
 	}
-	if err := c.checkIdentityTTL(); err != nil {
+	if err := c.CheckIdentityTTL(); err != nil {
 		return fmt.Errorf("configuration %s: %w", c.Identifier, err)
 	}
 	for _, srv := range c.MCPServers {

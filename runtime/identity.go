@@ -292,8 +292,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// checkIdentityTTL checks the configuration's identity_ttl.
-func (c *Configuration) checkIdentityTTL() error {
+// CheckIdentityTTL checks the configuration's identity_ttl; the error
+// says what to write instead.
+func (c *Configuration) CheckIdentityTTL() error {
 	if c.IdentityTTL == "" {
 		return nil
 	}

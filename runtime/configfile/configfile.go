@@ -268,6 +268,10 @@ func (p *parser) configuration(doc *yaml.Node) *runtime.Configuration {
 	} else if !identifierPattern.MatchString(cfg.Identifier) {
 		p.fail(e.value, "identifier %q must be lower-case letters, digits and dashes, starting with a letter or digit, at most 100 characters", cfg.Identifier)
 	}
+	if err := cfg.CheckIdentityTTL(); err != nil {
+		p.fail(top["identity_ttl"].value, "%s", err.Error())
+		cfg.IdentityTTL = "" // said here, with the line: not again by Normalize
+	}
 	if e, ok := top["active"]; ok && !yamlnode.IsNull(e.value) {
 		cfg.Active, _ = p.boolean(e)
 	}
