@@ -33,6 +33,7 @@ mcp_servers:
     identity: forward
     requires_approval: false
 privacy_level: full
+notify: [{url: "https://hooks.example.com/turnstile"}]
 `
 
 // orderBook is the example server's data here: by user name.
@@ -82,8 +83,23 @@ func TestSameQuestionOwnAnswers(t *testing.T) {
 		if ans.status != http.StatusOK || !strings.Contains(body, c.mine) || strings.Contains(body, c.theirs) {
 			t.Errorf("%s: messages %d %s, want %s and not %s", c.user, ans.status, body, c.mine, c.theirs)
 		}
-		if strings.Contains(body, "tsr_") {
-			t.Errorf("%s: the API shows a run credential: %s", c.user, body)
+		// The credential is in none of what people and webhooks see.
+		_, page := a.signIn(t, c.user).get(runPath(out.RunID, ""))
+		detail := a.bearer(t, c.user, runtime.ScopeRunRead).call(t, a, "GET", runPathAPI(out.RunID, ""), "", nil)
+		if !strings.Contains(page, "my_orders") || detail.status != http.StatusOK {
+			t.Errorf("%s: the run page lacks the call, or its API answer is %d", c.user, detail.status)
+		}
+		seen := []string{body, page, string(detail.body)}
+		for _, row := range a.Outbox(t, out.RunID) {
+			seen = append(seen, string(row.Body))
+		}
+		if len(seen) < 4 {
+			t.Errorf("%s: no webhook was queued", c.user)
+		}
+		for i, v := range seen {
+			if strings.Contains(v, "tsr_") {
+				t.Errorf("%s: a run credential is shown (%d): %s", c.user, i, v)
+			}
 		}
 	}
 }
