@@ -16,6 +16,8 @@ type SweepStore interface {
 	DeleteDeadTokens(ctx context.Context, limit int) (int, error)
 	// DeleteExpiredSessions deletes sign-in sessions whose expiry passed.
 	DeleteExpiredSessions(ctx context.Context, limit int) (int, error)
+	// DeleteExpiredRunTokens deletes run credentials whose expiry passed.
+	DeleteExpiredRunTokens(ctx context.Context, limit int) (int, error)
 }
 
 // SweepMetrics is told how many dead rows of a kind (SweptToken,
@@ -26,8 +28,9 @@ type SweepMetrics interface {
 
 // The kinds of rows a sweep deletes, as SweepMetrics is told them.
 const (
-	SweptToken   = "token"
-	SweptSession = "session"
+	SweptToken    = "token"
+	SweptSession  = "session"
+	SweptRunToken = "run_token"
 )
 
 type noSweepMetrics struct{}
@@ -58,7 +61,7 @@ type SweepOptions struct {
 
 // Swept says what one pass deleted.
 type Swept struct {
-	Tokens, Sessions int
+	Tokens, Sessions, RunTokens int
 }
 
 // Sweeper deletes what can never be used again — expired and revoked API
@@ -107,7 +110,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 			s.o.Logger.Warn("sweep failed", "err", err)
 		}
 		if got != (Swept{}) {
-			s.o.Logger.Info("swept", "tokens", got.Tokens, "sessions", got.Sessions)
+			s.o.Logger.Info("swept", "tokens", got.Tokens, "sessions", got.Sessions, "run_tokens", got.RunTokens)
 		}
 		wait = s.o.Every*3/4 + time.Duration(rand.Int64N(int64(s.o.Every/2)+1))
 	}
@@ -126,6 +129,7 @@ func (s *Sweeper) Pass(ctx context.Context) (Swept, error) {
 	}{
 		{SweptToken, s.o.Store.DeleteDeadTokens, &got.Tokens},
 		{SweptSession, s.o.Store.DeleteExpiredSessions, &got.Sessions},
+		{SweptRunToken, s.o.Store.DeleteExpiredRunTokens, &got.RunTokens},
 	} {
 		for range s.o.Batches {
 			n, err := k.delete(ctx, s.o.Batch)
