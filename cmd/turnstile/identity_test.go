@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -13,6 +16,8 @@ import (
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/runtime/tool/mcp/examplemcp"
+	"github.com/turnstile-dev/turnstile/store"
+	"github.com/turnstile-dev/turnstile/store/dbtest"
 )
 
 // forwardKillYAML pauses on a refund, then asks the orders server, which
@@ -158,3 +163,60 @@ func recordBearer(h http.Handler, note func(string)) http.Handler {
 
 // bearerToken is the credential of an Authorization header.
 func bearerToken(header string) string { return strings.TrimPrefix(header, "Bearer ") }
+
+// The demo's tour: user and operator ask the orders agent the same
+// question through the API and each gets their own orders, from the
+// example orders server serve --demo runs beside itself, which learns who
+// asks only by introspecting the run credential at Turnstile.
+func TestDemoOrdersAgentAnswersEachWithTheirOwn(t *testing.T) {
+	db, dsn := dbtest.New(t)
+	addr := freeAddr(t)
+	s := startServer(t, addr, childEnv(), "--addr", addr, "--dsn", dsn, "--demo", "--workers", "0")
+	st := store.New(db)
+	ctx := context.Background()
+	for _, c := range []struct{ user, mine, theirs string }{
+		{"user", "ORD-1001 for Ada Lovelace", "ORD-1007"},
+		{"operator", "ORD-1007 for Margaret Hamilton", "ORD-1001"},
+	} {
+		u, err := st.UserByName(ctx, c.user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, _, err := st.CreateToken(ctx, u.ID, []string{runtime.ScopeRunStart, runtime.ScopeRunRead}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("POST", "http://"+s.addr+"/api/runs",
+			strings.NewReader(`{"configuration":"orders-agent","prompt":"What are my orders?"}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var answer struct {
+			Run struct {
+				ID     int64  `json:"id"`
+				Status string `json:"status"`
+			} `json:"run"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&answer)
+		resp.Body.Close()
+		started := answer.Run
+		if err != nil || started.Status != "completed" {
+			t.Fatalf("%s: POST /api/runs = %d %+v, %v; want completed", c.user, resp.StatusCode, started, err)
+		}
+		req, _ = http.NewRequest("GET", fmt.Sprintf("http://%s/api/runs/%d/messages", s.addr, started.ID), nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), c.mine) || strings.Contains(string(body), c.theirs) {
+			t.Errorf("%s: messages %s, want %q and not %q", c.user, body, c.mine, c.theirs)
+		}
+	}
+	s.stop(t)
+}

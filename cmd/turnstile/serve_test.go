@@ -289,7 +289,7 @@ func readSeed(t *testing.T, db *sqlx.DB) seeded {
 
 func checkSeed(t *testing.T, got seeded) {
 	t.Helper()
-	wantConfigs := []string{"input-agent", "refund-agent", "refund-agent-four-eyes", "slow-agent"}
+	wantConfigs := []string{"input-agent", "orders-agent", "refund-agent", "refund-agent-four-eyes", "slow-agent"}
 	if !reflect.DeepEqual(got.configurations, wantConfigs) {
 		t.Errorf("configurations = %q, want %q", got.configurations, wantConfigs)
 	}
