@@ -115,7 +115,7 @@ func (c *Continuation) Run(ctx context.Context, obs Observer) Outcome {
 	c.e.leases.hold(c)
 	defer c.e.leases.release(c)
 	defer c.e.feed.release(c)
-	defer c.endCredential(ctx)
+	defer c.endCredential()
 	out := c.execute(ctx)
 	out.RunID, out.Steps, out.Iterations, out.Usage = c.run.ID, c.steps, c.state.Iterations, c.state.Usage
 	if out.Err != nil {

@@ -39,11 +39,10 @@ type RunIdentity struct {
 // A run has at most one live credential: minting replaces the last.
 type CredentialStore interface {
 	// MintRunToken returns a new credential ("tsr_" and 64 hex digits) of
-	// the run and its owner, valid for ttl, and makes the run's last one
-	// inactive.
-	MintRunToken(ctx context.Context, runID, ownerID int64, ttl time.Duration) (string, error)
-	// RevokeRunToken revokes the run's credential if it is still token.
-	RevokeRunToken(ctx context.Context, runID int64, token string) error
+	// the run and its owner, valid for ttl while the run runs under the
+	// claim claimedBy — pausing or settling it, or another holder's claim,
+	// revokes it —, and makes the run's last one inactive.
+	MintRunToken(ctx context.Context, runID, ownerID int64, claimedBy string, ttl time.Duration) (string, error)
 	// SlideRunTokens gives the live credentials of runs their lifetime
 	// again, from now, in one statement.
 	SlideRunTokens(ctx context.Context, runIDs []int64) error
@@ -56,11 +55,14 @@ type CredentialStore interface {
 // servers of its configuration with identity: forward. It is minted when
 // the continuation starts, slid by the lease keeper while the
 // continuation holds the run, minted again when a server refuses it, and
-// revoked when the continuation ends. It is safe for concurrent use.
+// revoked when the continuation ends: by the commit that pauses or
+// settles the run, or by another holder's claim. It is safe for
+// concurrent use.
 type RunCredential struct {
 	store   CredentialStore
 	runID   int64
 	ownerID int64
+	claim   string // the claim it acts under
 	ttl     time.Duration
 	every   time.Duration // how often it slides while held
 
@@ -89,12 +91,12 @@ func WithCredential(ctx context.Context, c *RunCredential) context.Context {
 
 // MintCredential mints a run's first credential, which slides every
 // max(60s, ttl/2) while held, or every slide when that is set (tests).
-func MintCredential(ctx context.Context, s CredentialStore, runID, ownerID int64, ttl, slide time.Duration) (*RunCredential, error) {
+func MintCredential(ctx context.Context, s CredentialStore, run *Run, ttl, slide time.Duration) (*RunCredential, error) {
 	if slide <= 0 {
 		slide = max(time.Minute, ttl/2)
 	}
-	c := &RunCredential{store: s, runID: runID, ownerID: ownerID, ttl: ttl, every: slide}
-	tok, err := s.MintRunToken(ctx, runID, ownerID, ttl)
+	c := &RunCredential{store: s, runID: run.ID, ownerID: run.OwnerID, claim: run.ClaimedBy, ttl: ttl, every: slide}
+	tok, err := s.MintRunToken(ctx, c.runID, c.ownerID, c.claim, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +123,7 @@ func (c *RunCredential) Renew(ctx context.Context, refused string) error {
 	if c.token != refused {
 		return nil
 	}
-	tok, err := c.store.MintRunToken(ctx, c.runID, c.ownerID, c.ttl)
+	tok, err := c.store.MintRunToken(ctx, c.runID, c.ownerID, c.claim, c.ttl)
 	if err != nil {
 		return err
 	}
@@ -143,17 +145,17 @@ func (c *RunCredential) OnEnd(f func()) {
 	}
 }
 
-// end revokes the credential and runs what OnEnd registered.
-func (c *RunCredential) end(ctx context.Context) error {
+// end stops the credential's use in this process and runs what OnEnd
+// registered. The store revoked it already, with the run's last commit.
+func (c *RunCredential) end() {
 	c.mu.Lock()
 	c.ended = true
-	tok, fs := c.token, c.onEnd
+	fs := c.onEnd
 	c.onEnd = nil
 	c.mu.Unlock()
 	for _, f := range fs {
 		f()
 	}
-	return c.store.RevokeRunToken(ctx, c.runID, tok)
 }
 
 // due reports whether the credential should slide now, and moves its
@@ -196,7 +198,7 @@ func (c *Continuation) startCredential(ctx context.Context) context.Context {
 	if c.e.credentials == nil || !c.cfg.Forwards() {
 		return ctx
 	}
-	cred, err := MintCredential(ctx, c.e.credentials, c.run.ID, c.run.OwnerID, c.cfg.IdentityLifetime(), c.e.identitySlide)
+	cred, err := MintCredential(ctx, c.e.credentials, c.run, c.cfg.IdentityLifetime(), c.e.identitySlide)
 	if err != nil {
 		c.e.log.Warn("run credential not minted", "run", c.run.ID, "err", err)
 		return ctx
@@ -205,19 +207,14 @@ func (c *Continuation) startCredential(ctx context.Context) context.Context {
 	return WithCredential(ctx, cred)
 }
 
-// endCredential revokes the continuation's credential, however it ended:
-// the next holder mints its own.
-func (c *Continuation) endCredential(ctx context.Context) {
-	cred := c.cred.Load()
-	if cred == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := cred.end(ctx); err != nil {
-		// It expires on its own within identity_ttl, and the sweep
-		// deletes it then.
-		c.e.log.Warn("run credential not revoked", "run", c.run.ID, "err", err)
+// endCredential ends the continuation's credential, however the
+// continuation ended: its sessions close. Whatever ended it revoked the
+// credential in the store already (a pause or settle leaves the run not
+// running, a lost lease under another claim), and the next holder mints
+// its own; so it costs no statement.
+func (c *Continuation) endCredential() {
+	if cred := c.cred.Load(); cred != nil {
+		cred.end()
 	}
 }
 

@@ -31,34 +31,26 @@ func hashRunToken(plain string) string {
 }
 
 // MintRunToken makes a new credential for a run and its owner, valid for
-// ttl, and returns it: the only time it is seen. It replaces the run's
-// last credential, which is inactive from then on (one row per run).
-// Errors are the database's.
-func (s *Store) MintRunToken(ctx context.Context, runID, ownerID int64, ttl time.Duration) (string, error) {
+// ttl while the run runs under the claim claimedBy, and returns it: the
+// only time it is seen. It replaces the run's last credential, which is
+// inactive from then on (one row per run). One statement, the only one a
+// credential costs: pausing or settling the run revokes it. Errors are
+// the database's.
+func (s *Store) MintRunToken(ctx context.Context, runID, ownerID int64, claimedBy string, ttl time.Duration) (string, error) {
 	b := make([]byte, 32)
 	rand.Read(b)
 	plain := runTokenPrefix + hex.EncodeToString(b)
 	_, err := s.db.ExecContext(ctx, `
-		INSERT INTO run_tokens (run_id, owner_id, token_hash, ttl_seconds, expires_at)
-		VALUES (?, ?, ?, ?, NOW(6) + INTERVAL ? SECOND)
-		ON DUPLICATE KEY UPDATE owner_id = VALUES(owner_id), token_hash = VALUES(token_hash),
-			ttl_seconds = VALUES(ttl_seconds), expires_at = VALUES(expires_at), created_at = NOW(6)`,
-		runID, ownerID, hashRunToken(plain), int64(ttl/time.Second), int64(ttl/time.Second))
+		INSERT INTO run_tokens (run_id, owner_id, claimed_by, token_hash, ttl_seconds, expires_at)
+		VALUES (?, ?, ?, ?, ?, NOW(6) + INTERVAL ? SECOND)
+		ON DUPLICATE KEY UPDATE owner_id = VALUES(owner_id), claimed_by = VALUES(claimed_by),
+			token_hash = VALUES(token_hash), ttl_seconds = VALUES(ttl_seconds), expires_at = VALUES(expires_at),
+			created_at = NOW(6)`,
+		runID, ownerID, claimedBy, hashRunToken(plain), int64(ttl/time.Second), int64(ttl/time.Second))
 	if err != nil {
 		return "", fmt.Errorf("store: mint run token of run %d: %w", runID, err)
 	}
 	return plain, nil
-}
-
-// RevokeRunToken revokes a run's credential if it is still plain's: a
-// continuation that lost its run to another holder never revokes the
-// credential that holder minted. Revoking what is gone is no error.
-func (s *Store) RevokeRunToken(ctx context.Context, runID int64, plain string) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM run_tokens WHERE run_id = ? AND token_hash = ?`,
-		runID, hashRunToken(plain)); err != nil {
-		return fmt.Errorf("store: revoke run token of run %d: %w", runID, err)
-	}
-	return nil
 }
 
 // SlideRunTokens moves the expiry of the credentials of runs to their
@@ -78,10 +70,11 @@ func (s *Store) SlideRunTokens(ctx context.Context, runIDs []int64) error {
 	return nil
 }
 
-// IntrospectRunToken says who a run credential acts for. Revoked,
-// expired, unknown and malformed credentials, and one whose owner or run
-// is gone, are all runtime.ErrTokenInvalid, after the same one lookup by
-// hash; other errors are the database's.
+// IntrospectRunToken says who a run credential acts for. Revoked (its
+// run no longer runs under the live claim it was minted for: paused,
+// settled, taken over, or its holder stopped renewing the lease), expired, unknown and malformed credentials, and one whose
+// owner is gone, are all runtime.ErrTokenInvalid, after the same one
+// lookup by hash; other errors are the database's.
 func (s *Store) IntrospectRunToken(ctx context.Context, plain string) (*runtime.RunIdentity, error) {
 	var r struct {
 		userRow
@@ -95,6 +88,7 @@ func (s *Store) IntrospectRunToken(ctx context.Context, plain string) (*runtime.
 		FROM run_tokens t
 		JOIN users u ON u.id = t.owner_id
 		JOIN runs ru ON ru.id = t.run_id AND ru.owner_id = t.owner_id
+			AND ru.status = 'running' AND ru.claimed_by = t.claimed_by AND ru.lease_expires_at > NOW(6)
 		JOIN configurations c ON c.id = ru.configuration_id
 		WHERE t.token_hash = ? AND t.expires_at > NOW(6)`, hashRunToken(plain))
 	if errors.Is(err, sql.ErrNoRows) {

@@ -68,12 +68,12 @@ func TestDeleteUserTakesEveryUnsettledRunAlong(t *testing.T) {
 	}
 
 	// The running run's credential, and another user's, which stays.
-	cred, err := s.MintRunToken(ctx, running, u.ID, time.Hour)
+	cred, err := s.MintRunToken(ctx, running, u.ID, "holder", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stays := createUser(t, s, runtime.User{Name: "staying"})
-	if _, err := s.MintRunToken(ctx, settled+1000, stays.ID, time.Hour); err != nil {
+	if _, err := s.MintRunToken(ctx, settled+1000, stays.ID, "other", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if n := countRows(t, db, fmt.Sprintf(`SELECT COUNT(*) FROM run_tokens WHERE owner_id = %d`, u.ID)); n != 1 {

@@ -107,18 +107,29 @@ func TestSameQuestionOwnAnswers(t *testing.T) {
 func TestIntrospect(t *testing.T) {
 	a := newApp(t, 0)
 	ctx := context.Background()
-	out, _ := a.Waiting(t, "refund")
-	live, err := a.Store.MintRunToken(ctx, out.RunID, a.Users["owner"].ID, time.Hour)
-	if err != nil {
+	// Three runs held as a continuation holds them, each with its
+	// credential; one expired, and the run of another paused (revoked).
+	var runs []int64
+	for range 3 {
+		out, _ := a.Waiting(t, "refund")
+		if _, err := a.DB.Exec(`UPDATE runs SET status = 'running', claimed_by = 'holder',
+			lease_expires_at = NOW(6) + INTERVAL 1 MINUTE WHERE id = ?`, out.RunID); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, out.RunID)
+	}
+	mint := func(run int64) string {
+		tok, err := a.Store.MintRunToken(ctx, run, a.Users["owner"].ID, "holder", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	live, revoked, expired := mint(runs[0]), mint(runs[1]), mint(runs[2])
+	if _, err := a.DB.Exec(`UPDATE runs SET status = 'waiting_for_approval' WHERE id = ?`, runs[1]); err != nil {
 		t.Fatal(err)
 	}
-	revoked, _ := a.Store.MintRunToken(ctx, 999999, a.Users["owner"].ID, time.Hour)
-	if err := a.Store.RevokeRunToken(ctx, 999999, revoked); err != nil {
-		t.Fatal(err)
-	}
-	other, _ := a.Waiting(t, "refund")
-	expired, _ := a.Store.MintRunToken(ctx, other.RunID, a.Users["owner"].ID, time.Hour)
-	if _, err := a.DB.Exec(`UPDATE run_tokens SET expires_at = NOW(6) - INTERVAL 1 SECOND WHERE run_id = ?`, other.RunID); err != nil {
+	if _, err := a.DB.Exec(`UPDATE run_tokens SET expires_at = NOW(6) - INTERVAL 1 SECOND WHERE run_id = ?`, runs[2]); err != nil {
 		t.Fatal(err)
 	}
 	server := a.bearer(t, "admin", runtime.ScopeIdentityIntrospect)
@@ -131,7 +142,7 @@ func TestIntrospect(t *testing.T) {
 	}{{url.Values{"token": {live}}.Encode(), form}, {jsonBody(t, map[string]string{"token": live}), nil}} {
 		got := server.call(t, a, "POST", "/api/identity/introspect", req.body, req.header).wantKeys(t, http.StatusOK,
 			"active", "sub", "user_id", "run_id", "configuration", "grants", "role", "exp")
-		if got["active"] != true || got["sub"] != "owner" || got["run_id"] != float64(out.RunID) ||
+		if got["active"] != true || got["sub"] != "owner" || got["run_id"] != float64(runs[0]) ||
 			got["configuration"] != "refund" || got["role"] != "user" || got["exp"].(float64) < float64(time.Now().Add(59*time.Minute).Unix()) {
 			t.Errorf("introspection of a live credential = %v", got)
 		}

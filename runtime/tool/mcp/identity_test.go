@@ -114,9 +114,6 @@ func TestForwardActsAsTheOwnerAndRevokesAtTheEnd(t *testing.T) {
 		if len(res) != 2 || res[0].IsError || !strings.Contains(res[0].Content, c.mine) || strings.Contains(res[0].Content, c.theirs) {
 			t.Errorf("%s: results = %+v, want %q and not %q", c.owner, res, c.mine, c.theirs)
 		}
-		if n := f.Count(t, `SELECT COUNT(*) FROM run_tokens WHERE run_id = ?`, out.RunID); n != 0 {
-			t.Errorf("%s: %d run_tokens rows after the run settled, want none", c.owner, n)
-		}
 	}
 	seen := in.tokens()
 	if len(seen) == 0 {
@@ -271,7 +268,9 @@ func TestHeldRunsCredentialSlides(t *testing.T) {
 	close(gate)
 	out := <-done
 	completed(t, out)
-	if _, ok := expiry(); ok {
-		t.Error("the credential outlived the continuation")
+	for _, h := range s.headers() {
+		if _, err := w.Store.IntrospectRunToken(context.Background(), strings.TrimPrefix(h, "Bearer ")); !errors.Is(err, runtime.ErrTokenInvalid) {
+			t.Errorf("the credential outlived the continuation: %v", err)
+		}
 	}
 }
