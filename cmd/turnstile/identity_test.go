@@ -40,28 +40,12 @@ mcp_servers:
 `
 
 // heldOrders is the example server's data: the first listing is held
-// until the test lets it go (or its request dies with its process), each
-// listing notes the credential it was asked with, and whether that was
-// live then.
+// until its request dies with its process.
 type heldOrders struct {
-	r    *rig
 	held chan struct{} // closed when the first listing is held
 
 	mu    sync.Mutex
 	calls int
-	seen  []string
-	live  []bool
-}
-
-func (h *heldOrders) Introspect(ctx context.Context, token string) (examplemcp.Identity, error) {
-	id, err := h.r.Store.IntrospectRunToken(ctx, token)
-	if errors.Is(err, runtime.ErrTokenInvalid) {
-		return examplemcp.Identity{}, examplemcp.ErrInactive
-	}
-	if err != nil {
-		return examplemcp.Identity{}, err
-	}
-	return examplemcp.Identity{Sub: id.User.Name, UserID: id.User.ID, RunID: id.RunID, Expires: id.ExpiresAt}, nil
 }
 
 func (h *heldOrders) OrdersOf(ctx context.Context, owner string) ([]examplemcp.Order, error) {
@@ -82,10 +66,10 @@ func (h *heldOrders) OrdersOf(ctx context.Context, owner string) ([]examplemcp.O
 // one, live, and the dead process's one is inactive.
 func TestKilledServerCredentialIsReplacedByTheWorkers(t *testing.T) {
 	r := newRig(t, forwardKillYAML)
-	h := &heldOrders{r: r, held: make(chan struct{})}
+	h := &heldOrders{held: make(chan struct{})}
 	var mu sync.Mutex
 	var bearers []string
-	inner := examplemcp.Handler(h, h)
+	inner := examplemcp.Handler(examplemcp.Direct(r.Store.IntrospectRunToken), h)
 	orders := httptest.NewServer(recordBearer(inner, func(b string) {
 		mu.Lock()
 		bearers = append(bearers, b)

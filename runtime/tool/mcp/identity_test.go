@@ -53,25 +53,16 @@ func (o ordersOf) OrdersOf(_ context.Context, owner string) ([]examplemcp.Order,
 // introspector asks the store, as Turnstile's introspection does, and
 // notes every credential it was asked about.
 type introspector struct {
-	st interface {
-		IntrospectRunToken(context.Context, string) (*runtime.RunIdentity, error)
-	}
-	mu   sync.Mutex
-	seen []string
+	direct examplemcp.Direct
+	mu     sync.Mutex
+	seen   []string
 }
 
 func (in *introspector) Introspect(ctx context.Context, token string) (examplemcp.Identity, error) {
 	in.mu.Lock()
 	in.seen = append(in.seen, token)
 	in.mu.Unlock()
-	id, err := in.st.IntrospectRunToken(ctx, token)
-	if errors.Is(err, runtime.ErrTokenInvalid) {
-		return examplemcp.Identity{}, examplemcp.ErrInactive
-	}
-	if err != nil {
-		return examplemcp.Identity{}, err
-	}
-	return examplemcp.Identity{Sub: id.User.Name, UserID: id.User.ID, RunID: id.RunID, Expires: id.ExpiresAt}, nil
+	return in.direct.Introspect(ctx, token)
 }
 
 func (in *introspector) tokens() []string {
@@ -98,7 +89,7 @@ func forwardFixture(t *testing.T, yamls ...string) (*fixture, *introspector) {
 	}})
 	t.Cleanup(func() { src.Close() })
 	w := testrig.New(t, testrig.Configs(yamls...), testrig.Engine(runtime.Options{Source: src}))
-	in.st = w.Store
+	in.direct = w.Store.IntrospectRunToken
 	return &fixture{World: w, src: src, shop: s}, in
 }
 

@@ -24,6 +24,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/turnstile-dev/turnstile/runtime"
 )
 
 // Identity is who a run credential acts for, as Turnstile's introspection
@@ -66,11 +68,7 @@ func Handler(in Introspector, orders Orders) http.Handler {
 	sdk.AddTool(srv, &sdk.Tool{Name: "my_orders", Description: "Lists the orders of the person who asks.",
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
-			who, err := caller(req)
-			if err != nil {
-				return nil, nil, err
-			}
-			mine, err := orders.OrdersOf(ctx, who)
+			who, mine, err := callersOrders(ctx, req, orders)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -82,11 +80,7 @@ func Handler(in Introspector, orders Orders) http.Handler {
 	sdk.AddTool(srv, &sdk.Tool{Name: "order_status", Description: "Tells one order of the person who asks.",
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *sdk.CallToolRequest, in statusArgs) (*sdk.CallToolResult, any, error) {
-			who, err := caller(req)
-			if err != nil {
-				return nil, nil, err
-			}
-			mine, err := orders.OrdersOf(ctx, who)
+			who, mine, err := callersOrders(ctx, req, orders)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -115,16 +109,36 @@ func Handler(in Introspector, orders Orders) http.Handler {
 	return auth.RequireBearerToken(verify, nil)(mcp)
 }
 
-// caller is the user name the request's credential acts for.
-func caller(req *sdk.CallToolRequest) (string, error) {
+// callersOrders are the orders of the user the request's credential acts
+// for, and that user's name.
+func callersOrders(ctx context.Context, req *sdk.CallToolRequest, orders Orders) (string, []Order, error) {
 	if req.Extra == nil || req.Extra.TokenInfo == nil {
-		return "", errors.New("no credential")
+		return "", nil, errors.New("no credential")
 	}
 	sub, _ := req.Extra.TokenInfo.Extra["sub"].(string)
 	if sub == "" {
-		return "", errors.New("the credential names nobody")
+		return "", nil, errors.New("the credential names nobody")
 	}
-	return sub, nil
+	mine, err := orders.OrdersOf(ctx, sub)
+	return sub, mine, err
+}
+
+// Direct introspects in the process, with the store's introspection, for
+// a server that runs inside Turnstile's own tests; a real one asks over
+// HTTP (Remote).
+type Direct func(ctx context.Context, token string) (*runtime.RunIdentity, error)
+
+// Introspect asks f; ErrInactive for runtime.ErrTokenInvalid.
+func (f Direct) Introspect(ctx context.Context, token string) (Identity, error) {
+	id, err := f(ctx, token)
+	if errors.Is(err, runtime.ErrTokenInvalid) {
+		return Identity{}, ErrInactive
+	}
+	if err != nil {
+		return Identity{}, err
+	}
+	return Identity{Sub: id.User.Name, UserID: id.User.ID, RunID: id.RunID, Configuration: id.Configuration,
+		Expires: id.ExpiresAt}, nil
 }
 
 func text(s string) *sdk.CallToolResult {
