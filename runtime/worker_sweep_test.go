@@ -41,8 +41,8 @@ func deadRows(t *testing.T, w *testrig.World, expired, revoked, live, deadSessio
 	}
 	// Two run credentials, one expired.
 	for i, edit := range []string{"NOW(6) - INTERVAL 1 SECOND", "NOW(6) + INTERVAL 1 HOUR"} {
-		if _, err := w.DB.Exec(`INSERT INTO run_tokens (run_id, owner_id, token_hash, ttl_seconds, expires_at)
-			VALUES (?, ?, SHA2(?, 256), 3600, `+edit+`)`, 1000+i, w.Users["owner"].ID, fmt.Sprint("tsr_", i)); err != nil {
+		if _, err := w.DB.Exec(`INSERT INTO run_tokens (run_id, owner_id, claimed_by, token_hash, ttl_seconds, expires_at)
+			VALUES (?, ?, 'holder', SHA2(?, 256), 3600, `+edit+`)`, 1000+i, w.Users["owner"].ID, fmt.Sprint("tsr_", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

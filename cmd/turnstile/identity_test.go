@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -101,6 +102,11 @@ func TestKilledServerCredentialIsReplacedByTheWorkers(t *testing.T) {
 	r.WaitStatus(t, w.id, runtime.StatusCompleted, 40*time.Second)
 	terminate(t, wk, 15*time.Second)
 
+	h.mu.Lock()
+	if h.calls < 2 {
+		t.Errorf("the orders server listed orders %d times, want the worker's listing too (its credential introspected live)", h.calls)
+	}
+	h.mu.Unlock()
 	mu.Lock()
 	defer mu.Unlock()
 	last := bearers[len(bearers)-1]
@@ -203,4 +209,14 @@ func TestDemoOrdersAgentAnswersEachWithTheirOwn(t *testing.T) {
 		}
 	}
 	s.stop(t)
+}
+
+// turnstile examplemcp needs its own token before it touches anything.
+func TestExampleMCPNeedsItsToken(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"examplemcp", "--dsn", "root@tcp(127.0.0.1:1)/none"},
+		func(string) string { return "" }, strings.NewReader(""), &out, &out)
+	if err == nil || !strings.Contains(err.Error(), exampleTokenVar) || !strings.Contains(err.Error(), runtime.ScopeIdentityIntrospect) {
+		t.Errorf("examplemcp without a token = %v, want it to name %s and the scope", err, exampleTokenVar)
+	}
 }
