@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
@@ -82,15 +84,26 @@ func (s *Store) IntrospectRunToken(ctx context.Context, plain string) (*runtime.
 		Configuration string    `db:"configuration"`
 		ExpiresAt     time.Time `db:"expires_at"`
 	}
-	err := s.db.GetContext(ctx, &r, `
-		SELECT t.run_id, t.expires_at, c.identifier AS configuration,
-			u.id, u.name, u.role, u.grants, u.password_hash, u.created_at
-		FROM run_tokens t
-		JOIN users u ON u.id = t.owner_id
-		JOIN runs ru ON ru.id = t.run_id AND ru.owner_id = t.owner_id
-			AND ru.status = 'running' AND ru.claimed_by = t.claimed_by AND ru.lease_expires_at > NOW(6)
-		JOIN configurations c ON c.id = ru.configuration_id
-		WHERE t.token_hash = ? AND t.expires_at > NOW(6)`, hashRunToken(plain))
+	hash := hashRunToken(plain)
+	lookup := func(db *sqlx.DB) error {
+		return db.GetContext(ctx, &r, `
+			SELECT t.run_id, t.expires_at, c.identifier AS configuration,
+				u.id, u.name, u.role, u.grants, u.password_hash, u.created_at
+			FROM run_tokens t
+			JOIN users u ON u.id = t.owner_id
+			JOIN runs ru ON ru.id = t.run_id AND ru.owner_id = t.owner_id
+				AND ru.status = 'running' AND ru.claimed_by = t.claimed_by AND ru.lease_expires_at > NOW(6)
+			JOIN configurations c ON c.id = ru.configuration_id
+			WHERE t.token_hash = ? AND t.expires_at > NOW(6)`, hash)
+	}
+	err := lookup(s.db)
+	if errors.Is(err, sql.ErrNoRows) && s.synced != nil {
+		// On a cluster the credential may have been minted a moment ago
+		// through another node: a miss asks again, waiting for the
+		// cluster's commits (see SyncReads). Every inactive credential
+		// pays it alike, so the time still tells nothing of which it was.
+		err = lookup(s.synced)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, runtime.ErrTokenInvalid
 	}
