@@ -83,8 +83,17 @@ func CredentialFrom(ctx context.Context) *RunCredential {
 	return c
 }
 
+// MintFailed reports whether ctx is a continuation's whose credential
+// could not be minted: its forwarding servers are unavailable to it. A
+// context that is no continuation's (a decision checking an edited call)
+// has no credential without that.
+func MintFailed(ctx context.Context) bool {
+	c, ok := ctx.Value(credentialKey{}).(*RunCredential)
+	return ok && c == nil
+}
+
 // WithCredential returns ctx carrying c, as a continuation calls its
-// ToolSource; for tests of a ToolSource too.
+// ToolSource (c nil when minting failed); for tests of a ToolSource too.
 func WithCredential(ctx context.Context, c *RunCredential) context.Context {
 	return context.WithValue(ctx, credentialKey{}, c)
 }
@@ -201,7 +210,7 @@ func (c *Continuation) startCredential(ctx context.Context) context.Context {
 	cred, err := MintCredential(ctx, c.e.credentials, c.run, c.cfg.IdentityLifetime(), c.e.identitySlide)
 	if err != nil {
 		c.e.log.Warn("run credential not minted", "run", c.run.ID, "err", err)
-		return ctx
+		return WithCredential(ctx, nil)
 	}
 	c.cred.Store(cred)
 	return WithCredential(ctx, cred)

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -262,6 +263,52 @@ func TestHeldRunsCredentialSlides(t *testing.T) {
 	for _, h := range s.headers() {
 		if _, err := w.Store.IntrospectRunToken(context.Background(), strings.TrimPrefix(h, "Bearer ")); !errors.Is(err, runtime.ErrTokenInvalid) {
 			t.Errorf("the credential outlived the continuation: %v", err)
+		}
+	}
+}
+
+// forwardEditYAML pauses on a forwarding server's write.
+const forwardEditYAML = `
+identifier: forward-edit
+provider:
+  type: scripted
+  script:
+    rounds:
+      - tool_calls:
+          - name: srv__charge
+            arguments: {order_id: "A-1", amount_cents: 100}
+      - text: "Done."
+mcp_servers:
+  - name: srv
+    url: ${MCP_URL}
+    identity: forward
+`
+
+// A decision that edits a call of a forwarding server's tool has no run
+// credential to list the tools with: it checks the edit against the
+// schema the run's continuation listed, and the continuation that carries
+// the decision out calls the server with a credential of its own.
+func TestEditOfAForwardingServersCall(t *testing.T) {
+	f := newFixture(t, forwardEditYAML)
+	paused := f.start(t, "forward-edit")
+	waitingOn(t, paused, "srv__charge")
+	id := paused.Pending.Calls[0].ID
+	_, err := f.Engine.Decide(context.Background(), runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Decision: runtime.DecisionApprove, Actor: f.Actor("approver"),
+		Arguments: map[string]json.RawMessage{id: json.RawMessage(`{"order_id":"A-1","amount_cents":"lots"}`)}})
+	var ref *runtime.Refusal
+	if !errors.As(err, &ref) || ref.Code != runtime.CodeInvalidInput || ref.Fields["arguments."+id+".amount_cents"] == "" {
+		t.Fatalf("an amount that is text: %v, want invalid_input on the amount (the schema checked)", err)
+	}
+	out := f.Decide(t, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Arguments: map[string]json.RawMessage{id: json.RawMessage(`{"order_id":"A-1","amount_cents":900}`)}})
+	completed(t, out)
+	if res := f.results(t, out.RunID); len(res) != 1 || res[0].Content != "charged A-1 900 cents (charge #1)" {
+		t.Errorf("tool results = %+v, want the charge of the edited 900 cents", res)
+	}
+	for _, h := range f.shop.headers() {
+		if !runCredential.MatchString(h) {
+			t.Errorf("the forwarding server was sent Authorization %q", h)
 		}
 	}
 }

@@ -43,6 +43,8 @@ import (
 	"sync"
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
@@ -87,7 +89,11 @@ type Source struct {
 
 	mu        sync.Mutex
 	endpoints map[string]*endpoint
-	closed    bool
+	// listed are the tools each forwarding server entry last listed (by
+	// name and URL), for the checks that run without a run's credential:
+	// an edited call's schema.
+	listed map[string][]*mcpsdk.Tool
+	closed bool
 }
 
 var _ runtime.ToolSource = (*Source)(nil)
@@ -112,7 +118,7 @@ func NewSource(opts Options) *Source {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Source{opts: opts, base: base, cancel: cancel, endpoints: map[string]*endpoint{}}
+	return &Source{opts: opts, base: base, cancel: cancel, endpoints: map[string]*endpoint{}, listed: map[string][]*mcpsdk.Tool{}}
 }
 
 // Tools returns the tools of cfg's MCP servers: each server's own, listed
@@ -168,16 +174,18 @@ func (s *Source) serverTools(ctx context.Context, srv runtime.MCPServer, list bo
 		return nil, err
 	}
 	var cred *runtime.RunCredential
+	approval := srv.RequiresApproval == nil || *srv.RequiresApproval
 	if srv.Identity == runtime.IdentityForward {
-		if cred = runtime.CredentialFrom(ctx); cred == nil {
+		if cred = runtime.CredentialFrom(ctx); cred == nil && runtime.MintFailed(ctx) {
 			return nil, errNoCredential
+		} else if cred == nil {
+			return s.uncredentialed(srv, list, approval)
 		}
 	}
 	ep, err := s.endpoint(srv, cred)
 	if err != nil {
 		return nil, err
 	}
-	approval := srv.RequiresApproval == nil || *srv.RequiresApproval
 	if srv.MetaTool && !list {
 		return metaTools(ep, srv.Name, approval), nil
 	}
@@ -185,9 +193,35 @@ func (s *Source) serverTools(ctx context.Context, srv runtime.MCPServer, list bo
 	if err != nil {
 		return nil, err
 	}
+	if cred != nil {
+		s.mu.Lock()
+		s.listed[srv.Name+"\n"+srv.URL] = listed
+		s.mu.Unlock()
+	}
 	tools := make([]runtime.Tool, 0, len(listed))
 	for _, t := range listed {
 		tools = append(tools, newTool(ep, srv.Name, t, approval))
+	}
+	return tools, nil
+}
+
+// uncredentialed are a forwarding server's tools where there is no run
+// credential to reach it with (a decision checking an edited call):
+// those it listed last in this process, which describe themselves but
+// cannot be called; errNoCredential when it listed none here.
+func (s *Source) uncredentialed(srv runtime.MCPServer, list, approval bool) ([]runtime.Tool, error) {
+	if srv.MetaTool && !list {
+		return metaTools(nil, srv.Name, approval), nil
+	}
+	s.mu.Lock()
+	listed, ok := s.listed[srv.Name+"\n"+srv.URL]
+	s.mu.Unlock()
+	if !ok || list {
+		return nil, errNoCredential
+	}
+	tools := make([]runtime.Tool, 0, len(listed))
+	for _, t := range listed {
+		tools = append(tools, newTool(nil, srv.Name, t, approval))
 	}
 	return tools, nil
 }
