@@ -347,8 +347,8 @@ func TestServeTakesItsFlagsFromTheEnvironment(t *testing.T) {
 	addr := freeAddr(t)
 	s := startServer(t, addr, childEnv("TURNSTILE_ADDR="+addr, "TURNSTILE_DSN="+dsn, "TURNSTILE_DEMO=1"))
 	got := readSeed(t, db)
-	if len(got.configurations) != 4 || got.runCount != 4 {
-		t.Errorf("TURNSTILE_DEMO=1 seeded %d configurations and %d runs, want 4 and 4", len(got.configurations), got.runCount)
+	if len(got.configurations) != 5 || got.runCount != 4 {
+		t.Errorf("TURNSTILE_DEMO=1 seeded %d configurations and %d runs, want 5 and 4", len(got.configurations), got.runCount)
 	}
 	s.stop(t)
 	if !logged(s.logLines(t), "serving", map[string]any{"addr": addr}) {
