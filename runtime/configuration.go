@@ -41,6 +41,9 @@ type Configuration struct {
 	ToolPolicies          map[string]ToolPolicy `json:"tool_policies,omitempty" yaml:"tool_policies"`
 	// MCPServers are external MCP servers whose tools the agent may call.
 	MCPServers []MCPServer `json:"mcp_servers,omitempty" yaml:"mcp_servers"`
+	// IdentityTTL is how long a run credential of a forwarding MCP server
+	// lives without a slide (a Go duration, at least 1m; 2h when empty).
+	IdentityTTL string `json:"identity_ttl,omitempty" yaml:"identity_ttl"`
 	// Notify are the webhook endpoints told when a run of this
 	// configuration waits, settles, expires or escalates.
 	Notify []Notify `json:"notify,omitempty" yaml:"notify"`
@@ -86,6 +89,10 @@ type MCPServer struct {
 	// MetaTool hides the server's tools behind three: discover,
 	// describe_tool and execute, for servers with many tools.
 	MetaTool bool `json:"meta_tool,omitempty" yaml:"meta_tool"`
+	// Identity is IdentityNone (the default) or IdentityForward: the
+	// server is sent a credential of the run and its owner, which it may
+	// introspect to act as that person.
+	Identity string `json:"identity,omitempty" yaml:"identity"`
 }
 
 // ProviderSpec names a provider and what it needs. Script holds a scripted
@@ -144,6 +151,14 @@ func (c *Configuration) Normalize() error {
 	for name, p := range c.ToolPolicies {
 		if err := p.Deadline.Check(); err != nil {
 			return fmt.Errorf("configuration %s: tool_policies %s: %w", c.Identifier, name, err)
+		}
+	}
+	if err := c.CheckIdentityTTL(); err != nil {
+		return fmt.Errorf("configuration %s: %w", c.Identifier, err)
+	}
+	for _, srv := range c.MCPServers {
+		if err := srv.CheckIdentity(); err != nil {
+			return fmt.Errorf("configuration %s: %w", c.Identifier, err)
 		}
 	}
 	if err := c.checkEnv(); err != nil {

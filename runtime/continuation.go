@@ -69,6 +69,7 @@ type Continuation struct {
 	halted context.Context
 	halt   context.CancelFunc
 	calls  context.Context
+	cred   atomic.Pointer[RunCredential] // sent to the forwarding MCP servers; see identity.go
 	// rewrite is the index of the first stored transcript message the
 	// next commit writes again (an edited call's message), or -1.
 	rewrite int
@@ -126,6 +127,7 @@ func (c *Continuation) Run(ctx context.Context, obs Observer) Outcome {
 	c.e.leases.hold(c)
 	defer c.e.leases.release(c)
 	defer c.e.feed.release(c)
+	defer c.endCredential()
 	out := c.execute(ctx)
 	out.RunID, out.Steps, out.Iterations, out.Usage = c.run.ID, c.steps, c.state.Iterations, c.state.Usage
 	if out.Err != nil {
@@ -242,7 +244,7 @@ func (c *Continuation) load(ctx context.Context) error {
 	c.interrupted = c.run.PendingEffect
 	c.stamped = c.run.PendingEffect != ""
 	if c.e.source != nil {
-		tools, err := c.e.source.Tools(ctx, c.cfg)
+		tools, err := c.e.source.Tools(c.startCredential(ctx), c.cfg)
 		if err != nil {
 			c.e.log.Warn("configuration's tools unavailable", "run", c.run.ID, "configuration", c.cfg.Identifier, "err", err)
 			c.unavailable = unavailable(err)

@@ -35,8 +35,11 @@ type Engine struct {
 	log       *slog.Logger
 	metrics   Metrics
 	leases    *leaseKeeper
-	feed      *feed
-	changes   *changeFeed
+	// credentials keeps the run credentials of forwarding MCP servers.
+	credentials   CredentialStore
+	identitySlide time.Duration
+	feed          *feed
+	changes       *changeFeed
 	// publicURL is the base of the links notifications carry.
 	publicURL string
 
@@ -53,6 +56,13 @@ type Options struct {
 	Source    ToolSource
 	Providers ProviderFactory
 	Validator Validator
+	// Credentials mints the run credentials that MCP servers with
+	// identity: forward are sent; without it they get none and are
+	// unavailable.
+	Credentials CredentialStore
+	// IdentitySlide is how often a held run's credential slides;
+	// max(60s, identity_ttl/2) when zero. Tests shorten it.
+	IdentitySlide time.Duration
 	// Sealer protects run content at rest; Plain when nil.
 	Sealer Sealer
 	// Lease is the claim's lease; DefaultLease when zero.
@@ -69,7 +79,7 @@ type Options struct {
 func New(o Options) *Engine {
 	e := &Engine{store: o.Store, tools: o.Tools, source: o.Source, providers: o.Providers, validator: o.Validator,
 		sealer: o.Sealer, lease: o.Lease, log: o.Logger, metrics: o.Metrics, draining: make(chan struct{}),
-		publicURL: strings.TrimRight(o.PublicURL, "/")}
+		publicURL: strings.TrimRight(o.PublicURL, "/"), credentials: o.Credentials, identitySlide: o.IdentitySlide}
 	if e.sealer == nil {
 		e.sealer = Plain{}
 	}
@@ -82,7 +92,7 @@ func New(o Options) *Engine {
 	if e.metrics == nil {
 		e.metrics = noMetrics{}
 	}
-	e.leases = &leaseKeeper{store: e.store, lease: e.lease, log: e.log}
+	e.leases = &leaseKeeper{store: e.store, lease: e.lease, log: e.log, credentials: e.credentials}
 	e.feed = newFeed(e)
 	e.changes = newChangeFeed(e)
 	return e

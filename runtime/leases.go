@@ -33,6 +33,8 @@ type leaseKeeper struct {
 	store Store
 	lease time.Duration
 	log   *slog.Logger
+	// credentials slides the held runs' credentials on the same timer.
+	credentials CredentialStore
 
 	mu      sync.Mutex
 	held    map[int64]*Continuation // by run id
@@ -147,5 +149,8 @@ func (k *leaseKeeper) renew(held map[int64]*Continuation) {
 	}
 	for _, id := range lost {
 		held[id].lost.Store(true)
+	}
+	if err := slideCredentials(ctx, k.credentials, held); err != nil {
+		k.log.Warn("run credential slide failed", "err", err)
 	}
 }

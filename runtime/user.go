@@ -40,7 +40,7 @@ const (
 
 // AllScopes returns every scope a token may carry, in a fixed order.
 func AllScopes() []string {
-	return []string{ScopeRunStart, ScopeRunRead, ScopeRunDecide, ScopeRunCancel, ScopeAgentsWrite}
+	return []string{ScopeRunStart, ScopeRunRead, ScopeRunDecide, ScopeRunCancel, ScopeAgentsWrite, ScopeIdentityIntrospect}
 }
 
 // ErrTokenInvalid is what authenticating a bearer token fails with for a

@@ -19,6 +19,8 @@ type SweepStore interface {
 	// DeleteOldChanges deletes the feed's change-log rows older than
 	// ChangeRetention.
 	DeleteOldChanges(ctx context.Context, limit int) (int, error)
+	// DeleteExpiredRunTokens deletes run credentials whose expiry passed.
+	DeleteExpiredRunTokens(ctx context.Context, limit int) (int, error)
 }
 
 // SweepMetrics is told how many dead rows of a kind (SweptToken,
@@ -29,9 +31,10 @@ type SweepMetrics interface {
 
 // The kinds of rows a sweep deletes, as SweepMetrics is told them.
 const (
-	SweptToken   = "token"
-	SweptSession = "session"
-	SweptChange  = "change"
+	SweptToken    = "token"
+	SweptSession  = "session"
+	SweptChange   = "change"
+	SweptRunToken = "run_token"
 )
 
 type noSweepMetrics struct{}
@@ -62,7 +65,7 @@ type SweepOptions struct {
 
 // Swept says what one pass deleted.
 type Swept struct {
-	Tokens, Sessions, Changes int
+	Tokens, Sessions, Changes, RunTokens int
 }
 
 // Sweeper deletes what can never be used again — expired and revoked API
@@ -111,7 +114,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 			s.o.Logger.Warn("sweep failed", "err", err)
 		}
 		if got != (Swept{}) {
-			s.o.Logger.Info("swept", "tokens", got.Tokens, "sessions", got.Sessions, "changes", got.Changes)
+			s.o.Logger.Info("swept", "tokens", got.Tokens, "sessions", got.Sessions, "changes", got.Changes, "run_tokens", got.RunTokens)
 		}
 		wait = s.o.Every*3/4 + time.Duration(rand.Int64N(int64(s.o.Every/2)+1))
 	}
@@ -131,6 +134,7 @@ func (s *Sweeper) Pass(ctx context.Context) (Swept, error) {
 		{SweptToken, s.o.Store.DeleteDeadTokens, &got.Tokens},
 		{SweptSession, s.o.Store.DeleteExpiredSessions, &got.Sessions},
 		{SweptChange, s.o.Store.DeleteOldChanges, &got.Changes},
+		{SweptRunToken, s.o.Store.DeleteExpiredRunTokens, &got.RunTokens},
 	} {
 		for range s.o.Batches {
 			n, err := k.delete(ctx, s.o.Batch)

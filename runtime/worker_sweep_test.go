@@ -39,6 +39,13 @@ func deadRows(t *testing.T, w *testrig.World, expired, revoked, live, deadSessio
 			}
 		}
 	}
+	// Two run credentials, one expired.
+	for i, edit := range []string{"NOW(6) - INTERVAL 1 SECOND", "NOW(6) + INTERVAL 1 HOUR"} {
+		if _, err := w.DB.Exec(`INSERT INTO run_tokens (run_id, owner_id, claimed_by, token_hash, ttl_seconds, expires_at)
+			VALUES (?, ?, 'holder', SHA2(?, 256), 3600, `+edit+`)`, 1000+i, w.Users["owner"].ID, fmt.Sprint("tsr_", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	sessions := mysqlstore.NewWithCleanupInterval(w.DB.DB, 0)
 	for i := range deadSessions + liveSessions {
 		expiry := time.Now().Add(time.Hour)
@@ -83,8 +90,11 @@ func TestSweepDeletesTheDeadAndCountsThem(t *testing.T) {
 	sessionsLeft := func() int { return w.Count(t, `SELECT COUNT(*) FROM sessions`) }
 
 	got, err := sw.Pass(ctx)
-	if err != nil || got != (runtime.Swept{Tokens: 4, Sessions: 3}) {
-		t.Errorf("first pass = %+v, %v; want 4 tokens (two batches of 2) and the 3 sessions", got, err)
+	if err != nil || got != (runtime.Swept{Tokens: 4, Sessions: 3, RunTokens: 1}) {
+		t.Errorf("first pass = %+v, %v; want 4 tokens (two batches of 2), the 3 sessions and the expired run credential", got, err)
+	}
+	if n := w.Count(t, `SELECT COUNT(*) FROM run_tokens WHERE expires_at > NOW(6)`); n != 1 || w.Count(t, `SELECT COUNT(*) FROM run_tokens`) != 1 {
+		t.Errorf("the live run credential is not the one left")
 	}
 	if n := tokensLeft(); n != 5 {
 		t.Errorf("%d tokens after the first pass, want 5: 3 dead left for the next pass and the 2 live", n)

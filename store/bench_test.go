@@ -47,18 +47,48 @@ func BenchmarkCommit(b *testing.B) {
 		}
 	})
 	seq := 0
+	payload := json.RawMessage(`{"tool":"noop","result_bytes":2,"is_error":false}`)
+	msg := []byte(`{"role":"tool","tool_call_id":"call_1","tool_name":"noop","content":"ok"}`)
+	commitStep := func(b *testing.B) {
+		seq++
+		_, err := st.Commit(ctx, runtime.Commit{RunID: r.ID, ClaimedBy: "bench", Lease: time.Minute,
+			Event:    runtime.Event{Seq: seq, Kind: runtime.KindTool, Payload: payload},
+			Messages: [][]byte{msg}, FirstMessage: seq})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 	b.Run("step", func(b *testing.B) {
-		payload := json.RawMessage(`{"tool":"noop","result_bytes":2,"is_error":false}`)
-		msg := []byte(`{"role":"tool","tool_call_id":"call_1","tool_name":"noop","content":"ok"}`)
 		for range b.N {
-			seq++
-			_, err := st.Commit(ctx, runtime.Commit{RunID: r.ID, ClaimedBy: "bench", Lease: time.Minute,
-				Event:    runtime.Event{Seq: seq, Kind: runtime.KindTool, Payload: payload},
-				Messages: [][]byte{msg}, FirstMessage: seq})
-			if err != nil {
+			commitStep(b)
+		}
+	})
+	// What a forwarding continuation pays for its credential beside a
+	// step's commit: in turns, the step, the mint (the one statement a
+	// credential costs: the run's own commits revoke it) and a DELETE
+	// (what revoking it with a statement of its own would add), each
+	// timed apart so that all three see the same load.
+	b.Run("credential", func(b *testing.B) {
+		var step, mint, del time.Duration
+		for range b.N {
+			t0 := time.Now()
+			commitStep(b)
+			t1 := time.Now()
+			if _, err := st.MintRunToken(ctx, r.ID, r.OwnerID, "bench", time.Hour); err != nil {
 				b.Fatal(err)
 			}
+			t2 := time.Now()
+			// What revoking with a statement of its own would add.
+			if _, err := db.ExecContext(ctx, `DELETE FROM run_tokens WHERE run_id = ?`, r.ID); err != nil {
+				b.Fatal(err)
+			}
+			step, mint, del = step+t1.Sub(t0), mint+t2.Sub(t1), del+time.Since(t2)
 		}
+		n := float64(b.N)
+		b.ReportMetric(float64(step.Microseconds())/n, "step-µs")
+		b.ReportMetric(float64(mint.Microseconds())/n, "mint-µs")
+		b.ReportMetric(float64(del.Microseconds())/n, "delete-µs")
+		b.ReportMetric(float64(mint)/float64(step), "mint/step")
 	})
 }
 

@@ -15,23 +15,24 @@ type orderRow struct {
 	Customer    string `db:"customer"`
 	AmountCents int64  `db:"amount_cents"`
 	Currency    string `db:"currency"`
+	Owner       string `db:"owner"`
 }
 
 func (r orderRow) order() builtin.Order {
-	return builtin.Order{ID: r.ID, Customer: r.Customer, AmountCents: r.AmountCents, Currency: r.Currency}
+	return builtin.Order{ID: r.ID, Customer: r.Customer, AmountCents: r.AmountCents, Currency: r.Currency, Owner: r.Owner}
 }
 
 func rowOfOrder(o builtin.Order) orderRow {
 	if o.Currency == "" {
 		o.Currency = "EUR"
 	}
-	return orderRow{ID: o.ID, Customer: o.Customer, AmountCents: o.AmountCents, Currency: o.Currency}
+	return orderRow{ID: o.ID, Customer: o.Customer, AmountCents: o.AmountCents, Currency: o.Currency, Owner: o.Owner}
 }
 
 // Order returns a demo order; an error wrapping runtime.ErrNotFound when there is
 // none with this id.
 func (s *Store) Order(ctx context.Context, id string) (builtin.Order, error) {
-	const q = `SELECT id, customer, amount_cents, currency FROM demo_orders WHERE id = ?`
+	const q = `SELECT id, customer, amount_cents, currency, COALESCE(owner, '') AS owner FROM demo_orders WHERE id = ?`
 	var r orderRow
 	if err := s.db.GetContext(ctx, &r, q, id); err != nil {
 		return builtin.Order{}, notFound(fmt.Sprintf("order %q", id), err)
@@ -66,11 +67,27 @@ func (s *Store) RefundCount(ctx context.Context, orderID string) (int, error) {
 	return n, nil
 }
 
+// DemoOrdersOf lists the demo orders of one owner (a user name), by id.
+func (s *Store) DemoOrdersOf(ctx context.Context, owner string) ([]builtin.Order, error) {
+	var rows []orderRow
+	if err := s.db.SelectContext(ctx, &rows, `SELECT id, customer, amount_cents, currency, owner
+		FROM demo_orders WHERE owner = ? ORDER BY id`, owner); err != nil {
+		return nil, fmt.Errorf("store: demo orders of %q: %w", owner, err)
+	}
+	orders := make([]builtin.Order, len(rows))
+	for i, r := range rows {
+		orders[i] = r.order()
+	}
+	return orders, nil
+}
+
 // SeedDemoOrders inserts the orders that are absent; orders already
-// there, changed or not, are left alone, so it may run at every start.
+// there, changed or not, are left alone, so it may run at every start,
+// but for an owner they lack (a database seeded before orders had one).
 func (s *Store) SeedDemoOrders(ctx context.Context, orders []builtin.Order) error {
-	const q = `INSERT IGNORE INTO demo_orders (id, customer, amount_cents, currency)
-		VALUES (:id, :customer, :amount_cents, :currency)`
+	const q = `INSERT INTO demo_orders (id, customer, amount_cents, currency, owner)
+		VALUES (:id, :customer, :amount_cents, :currency, NULLIF(:owner, ''))
+		ON DUPLICATE KEY UPDATE owner = COALESCE(owner, VALUES(owner))`
 	rows := make([]orderRow, len(orders))
 	for i, o := range orders {
 		rows[i] = rowOfOrder(o)

@@ -36,7 +36,7 @@ type ownedRow struct {
 func (o ownedRow) is(r runtime.OwnedRun) bool { return o.ID == r.ID && o.Status == r.Status }
 
 // DeleteUser deletes a user in one transaction with everything that must
-// not outlive them: their API tokens go, each of d.Runs is cancelled as
+// not outlive them: their API tokens and run credentials go, each of d.Runs is cancelled as
 // owner_deleted (an idle one at once, with its events and notifications;
 // a running one flagged, so that its holder cancels it at its next step
 // boundary and settles it once), and the user's row goes last. It reports
@@ -79,6 +79,11 @@ func (s *Store) DeleteUser(ctx context.Context, d runtime.UserDeletion) (int, er
 	}
 	tokens, err := res.RowsAffected()
 	if err != nil {
+		return fail(err)
+	}
+	// Their runs' credentials stop acting for them at once: a running
+	// continuation's next call of a forwarding server is refused.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM run_tokens WHERE owner_id = ?`, d.UserID); err != nil {
 		return fail(err)
 	}
 	for _, r := range d.Runs {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -66,8 +67,26 @@ func TestDeleteUserTakesEveryUnsettledRunAlong(t *testing.T) {
 		t.Errorf("refused deletions wrote %d events", n)
 	}
 
+	// The running run's credential, and another user's, which stays.
+	cred, err := s.MintRunToken(ctx, running, u.ID, "holder", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stays := createUser(t, s, runtime.User{Name: "staying"})
+	if _, err := s.MintRunToken(ctx, settled+1000, stays.ID, "other", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, db, fmt.Sprintf(`SELECT COUNT(*) FROM run_tokens WHERE owner_id = %d`, u.ID)); n != 1 {
+		t.Fatalf("refused deletions left %d of the user's run credentials, want 1", n)
+	}
 	if _, err := s.DeleteUser(ctx, runtime.UserDeletion{UserID: u.ID, Runs: right}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := s.IntrospectRunToken(ctx, cred); !errors.Is(err, runtime.ErrTokenInvalid) {
+		t.Errorf("a deleted user's run credential introspects as %v, want inactive", err)
+	}
+	if n := countRows(t, db, `SELECT COUNT(*) FROM run_tokens`); n != 1 {
+		t.Errorf("%d run credentials after the deletion, want only the other user's", n)
 	}
 	if r, err := s.Run(ctx, queued); err != nil || r.Status != runtime.StatusCancelled || r.TerminationReason != runtime.ReasonOwnerDeleted {
 		t.Errorf("the queued run = %+v, %v; want cancelled, owner_deleted", r, err)

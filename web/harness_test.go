@@ -140,7 +140,7 @@ func newAppWith(t testing.TB, keepalive time.Duration, e appEngine, options ...f
 	sessions := scs.New()
 	sessions.Store = mysqlstore.NewWithCleanupInterval(w.DB.DB, 0)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	deps := web.Deps{Logger: log, Ready: w.Store, Engine: w.Engine, Users: w.Store, Tokens: w.Store, Catalog: w.Store,
+	deps := web.Deps{Logger: log, Ready: w.Store, Engine: w.Engine, Users: w.Store, Tokens: w.Store, Credentials: w.Store, Catalog: w.Store,
 		Events: w.Engine, Sessions: sessions, Keepalive: keepalive, Metrics: m, Webhooks: w.Store}
 	for _, o := range options {
 		o(&deps)

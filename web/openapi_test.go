@@ -46,13 +46,15 @@ var apiRoutes = []struct{ method, path, scope string }{
 	{http.MethodPut, "/api/agents/:identifier", runtime.ScopeAgentsWrite},
 	{http.MethodGet, "/api/agents/:identifier", runtime.ScopeAgentsWrite},
 	{http.MethodDelete, "/api/agents/:identifier", runtime.ScopeAgentsWrite},
+	{http.MethodPost, "/api/identity/introspect", runtime.ScopeIdentityIntrospect},
 }
 
 // scopeConstants maps the names the router uses to scopes.
 var scopeConstants = map[string]string{
 	"ScopeRunStart": runtime.ScopeRunStart, "ScopeRunRead": runtime.ScopeRunRead,
 	"ScopeRunDecide": runtime.ScopeRunDecide, "ScopeRunCancel": runtime.ScopeRunCancel,
-	"ScopeAgentsWrite": runtime.ScopeAgentsWrite,
+	"ScopeAgentsWrite":        runtime.ScopeAgentsWrite,
+	"ScopeIdentityIntrospect": runtime.ScopeIdentityIntrospect,
 }
 
 // routeKey names a route as "METHOD /path/{param}".

@@ -95,12 +95,15 @@ type Readiness interface {
 
 // Deps are the server's dependencies.
 type Deps struct {
-	Logger  *slog.Logger
-	Ready   Readiness
-	Engine  Engine
-	Users   Users
-	Tokens  Tokens // bearer tokens of the JSON API; nil refuses every one
-	Catalog Catalog
+	Logger *slog.Logger
+	Ready  Readiness
+	Engine Engine
+	Users  Users
+	Tokens Tokens // bearer tokens of the JSON API; nil refuses every one
+	// Credentials answer introspection; nil answers every credential
+	// inactive.
+	Credentials Credentials
+	Catalog     Catalog
 	// Agents serve /api/agents (web/agents.go); nil answers 404 there.
 	Agents   Agents
 	Events   EventLog
@@ -152,6 +155,7 @@ type Server struct {
 	engine       Engine
 	users        Users
 	tokens       Tokens
+	credentials  Credentials
 	catalog      Catalog
 	agents       Agents
 	events       EventLog
@@ -185,7 +189,7 @@ type Server struct {
 
 // New returns a server.
 func New(d Deps) *Server {
-	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, catalog: d.Catalog, agents: d.Agents, events: d.Events, sessions: d.Sessions,
+	s := &Server{log: d.Logger, ready: d.Ready, engine: d.Engine, users: d.Users, tokens: d.Tokens, credentials: d.Credentials, catalog: d.Catalog, agents: d.Agents, events: d.Events, sessions: d.Sessions,
 		keepalive: d.Keepalive, writeTimeout: d.WriteTimeout,
 		admission: newAdmission(d.DecisionPath, d.MaxContinuations, d.Workers), metrics: d.Metrics,
 		guard: newLoginGuard(), userLimits: newUserLimits(d.MaxUserRequests, d.MaxUserStreams), trustedProxies: d.TrustedProxies,
@@ -267,6 +271,7 @@ func (s *Server) Handler() http.Handler {
 	r.POST("/api/runs/:id/input", s.api(runtime.ScopeRunDecide, s.apiInput))
 	r.POST("/api/decisions", s.api(runtime.ScopeRunDecide, s.apiBulk))
 	r.GET("/api/agents", s.api(anyScope, s.apiAgents))
+	r.POST("/api/identity/introspect", s.api(runtime.ScopeIdentityIntrospect, s.apiIntrospect))
 	r.PUT("/api/agents/:identifier", s.api(runtime.ScopeAgentsWrite, s.adminAgent(s.apiPutAgent)))
 	r.GET("/api/agents/:identifier", s.api(runtime.ScopeAgentsWrite, s.adminAgent(s.apiGetAgent)))
 	r.DELETE("/api/agents/:identifier", s.api(runtime.ScopeAgentsWrite, s.adminAgent(s.apiDeleteAgent)))

@@ -232,6 +232,11 @@ func warnMCP(ctx context.Context, file string, data []byte, cfg *runtime.Configu
 			}
 			continue
 		}
+		if srv.Identity == runtime.IdentityForward {
+			// Its tools are listed with a run's credential, which there is
+			// none of here; the server answers 401 without one.
+			continue
+		}
 		wg.Go(func() {
 			if _, err := src.Check(ctx, srv); err != nil {
 				warnings[i] = append(warnings[i], fmt.Sprintf("%s: warning: %s", at.position(file, at.url), err.Error()))

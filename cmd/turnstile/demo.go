@@ -155,18 +155,19 @@ func describe(u runtime.User) string {
 }
 
 // demoOrders are the orders the demo seeds, ORD-1001 to ORD-1012, which
-// the demo runs look up and refund.
+// the demo runs look up and refund; the first six are user's, the others
+// operator's, as the example orders server tells them (orders-agent).
 var demoOrders = []builtin.Order{
-	{ID: "ORD-1001", Customer: "Ada Lovelace", AmountCents: 4999, Currency: "EUR"},
-	{ID: "ORD-1002", Customer: "Alan Turing", AmountCents: 12900, Currency: "EUR"},
-	{ID: "ORD-1003", Customer: "Grace Hopper", AmountCents: 2350, Currency: "USD"},
-	{ID: "ORD-1004", Customer: "Edsger Dijkstra", AmountCents: 8800, Currency: "EUR"},
-	{ID: "ORD-1005", Customer: "Barbara Liskov", AmountCents: 15000, Currency: "USD"},
-	{ID: "ORD-1006", Customer: "Donald Knuth", AmountCents: 256, Currency: "USD"},
-	{ID: "ORD-1007", Customer: "Margaret Hamilton", AmountCents: 31415, Currency: "USD"},
-	{ID: "ORD-1008", Customer: "Ken Thompson", AmountCents: 6400, Currency: "USD"},
-	{ID: "ORD-1009", Customer: "Frances Allen", AmountCents: 9900, Currency: "USD"},
-	{ID: "ORD-1010", Customer: "Niklaus Wirth", AmountCents: 7250, Currency: "CHF"},
-	{ID: "ORD-1011", Customer: "Sophie Wilson", AmountCents: 1999, Currency: "GBP"},
-	{ID: "ORD-1012", Customer: "Leslie Lamport", AmountCents: 42000, Currency: "USD"},
+	{ID: "ORD-1001", Customer: "Ada Lovelace", AmountCents: 4999, Currency: "EUR", Owner: "user"},
+	{ID: "ORD-1002", Customer: "Alan Turing", AmountCents: 12900, Currency: "EUR", Owner: "user"},
+	{ID: "ORD-1003", Customer: "Grace Hopper", AmountCents: 2350, Currency: "USD", Owner: "user"},
+	{ID: "ORD-1004", Customer: "Edsger Dijkstra", AmountCents: 8800, Currency: "EUR", Owner: "user"},
+	{ID: "ORD-1005", Customer: "Barbara Liskov", AmountCents: 15000, Currency: "USD", Owner: "user"},
+	{ID: "ORD-1006", Customer: "Donald Knuth", AmountCents: 256, Currency: "USD", Owner: "user"},
+	{ID: "ORD-1007", Customer: "Margaret Hamilton", AmountCents: 31415, Currency: "USD", Owner: "operator"},
+	{ID: "ORD-1008", Customer: "Ken Thompson", AmountCents: 6400, Currency: "USD", Owner: "operator"},
+	{ID: "ORD-1009", Customer: "Frances Allen", AmountCents: 9900, Currency: "USD", Owner: "operator"},
+	{ID: "ORD-1010", Customer: "Niklaus Wirth", AmountCents: 7250, Currency: "CHF", Owner: "operator"},
+	{ID: "ORD-1011", Customer: "Sophie Wilson", AmountCents: 1999, Currency: "GBP", Owner: "operator"},
+	{ID: "ORD-1012", Customer: "Leslie Lamport", AmountCents: 42000, Currency: "USD", Owner: "operator"},
 }

@@ -62,6 +62,9 @@ Commands:
             bind older sealed content to its row, under the first state key
   demo      demo reset: delete the demo's runs and refunds and start its
             waiting runs again, to replay the tour (users keep their passwords)
+  examplemcp serve the example internal MCP server: the demo orders of the
+            person a run credential acts for, asked of --introspect-url with
+            the token in TURNSTILE_EXAMPLEMCP_TOKEN (serve --demo runs one itself)
   version   print the version, the VCS revision and the Go version
 
 Run "turnstile <command> --help" for a command's flags; every flag can also
@@ -120,6 +123,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return stateCommand(ctx, args[1:], e)
 	case "demo":
 		return demoCommand(ctx, args[1:], e)
+	case "examplemcp":
+		return exampleMCP(ctx, args[1:], e)
 	case "version", "--version", "-version":
 		return version(args[1:], e)
 	case "help", "-h", "-help", "--help":

@@ -52,6 +52,9 @@ var secretPatterns = []secretPattern{
 	// API tokens; the 8-digit prefix that "token list" shows stays
 	// readable, anything longer is taken for the token.
 	{"tst_", regexp.MustCompile(`tst_[0-9A-Fa-f]{16,}`), "tst_" + redacted},
+	// Run credentials, sent to MCP servers with identity: forward: never
+	// shown anywhere, not even in part.
+	{"tsr_", regexp.MustCompile(`tsr_[0-9A-Fa-f]{8,}`), "tsr_" + redacted},
 	// A bearer credential of any issuer; eight characters at least, so that
 	// "bearer token" in prose stays as it is.
 	{"bearer", regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*`), "$1 " + redacted},

@@ -87,6 +87,8 @@ func TestRedactAttr(t *testing.T) {
 	log.WithGroup("authorization").Info("group named like a credential", "value", s["authgroup"])
 	log.Info("env", "TURNSTILE_STATE_KEYS", "k1:"+s["state-keys"], "csrf_token", s["csrf-attr"])
 	log.Error("provider failed", "err", errors.New("401 Incorrect API key provided: "+providerKey))
+	runCred := "tsr_" + fakeToken()[4:]
+	log.Warn("mcp call failed", "err", fmt.Errorf("call with %s: refused", runCred))
 	log.Info("kept", "input_tokens", 42, "run", 7, "prefix", "tst_0123abcd", "key_id", "k1")
 
 	out := buf.String()
@@ -99,10 +101,10 @@ func TestRedactAttr(t *testing.T) {
 			t.Errorf("line %q is not JSON: %v", sc.Text(), err)
 		}
 	}
-	if lines != 19 {
-		t.Errorf("%d lines logged, want 19:\n%s", lines, out)
+	if lines != 20 {
+		t.Errorf("%d lines logged, want 20:\n%s", lines, out)
 	}
-	secrets := []string{token, token[4:], msgToken[4:], providerKey}
+	secrets := []string{token, token[4:], msgToken[4:], providerKey, runCred[4:12]}
 	for _, v := range s {
 		secrets = append(secrets, v)
 	}
@@ -112,7 +114,7 @@ func TestRedactAttr(t *testing.T) {
 		}
 	}
 	for _, kept := range []string{`"input_tokens":42`, `"run":7`, `"prefix":"tst_0123abcd"`, `"key_id":"k1"`,
-		`"path":"/api/runs/7"`, `"Accept":["text/html"]`, `"user":"ada"`, "bearer token rejected", "authenticate tst_[REDACTED]",
+		`"path":"/api/runs/7"`, `"Accept":["text/html"]`, `"user":"ada"`, "bearer token rejected", "authenticate tst_[REDACTED]", "call with tsr_[REDACTED]",
 		`"Authorization":"[REDACTED]"`, "username=ada&password=[REDACTED]"} {
 		if !strings.Contains(out, kept) {
 			t.Errorf("the log lacks %s:\n%s", kept, out)

@@ -65,6 +65,16 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	d.publicDefault = defaultPublicURL(*addr)
+	var orders *demoOrdersServer
+	if *demo {
+		// The demo's orders-agent reaches the example orders server,
+		// which runs beside this process, through DEMO_ORDERS_URL.
+		if orders, err = listenDemoOrders(); err != nil {
+			return err
+		}
+		defer orders.ln.Close()
+		d.getenv = orders.getenv(d.getenv)
+	}
 	a, err := open(ctx, d, log)
 	if err != nil {
 		return err
@@ -72,6 +82,9 @@ func serve(ctx context.Context, args []string, e env) error {
 	defer a.close()
 	if *demo {
 		if err := seedDemo(ctx, a, e.stdout); err != nil {
+			return err
+		}
+		if err := orders.start(ctx, a, defaultPublicURL(*addr)); err != nil {
 			return err
 		}
 	}
@@ -112,7 +125,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	sessions.Cookie.HttpOnly = true
 	sessions.Cookie.SameSite = http.SameSiteLaxMode
 	sessions.Cookie.Secure = secure
-	server := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Catalog: a.store, Agents: agentFiles{a},
+	server := web.New(web.Deps{Logger: log, Ready: a.store, Engine: a.engine, Users: a.store, Tokens: a.store, Credentials: a.store, Catalog: a.store, Agents: agentFiles{a},
 		Events: a.engine, Sessions: sessions, Keepalive: *keepalive, WriteTimeout: writeTimeout,
 		DecisionPath: *decisionPath, MaxContinuations: *maxContinuations, Workers: a.store, Metrics: a.metrics,
 		MaxUserRequests: noLimit(*maxUserRequests), MaxUserStreams: noLimit(*maxUserStreams),

@@ -289,7 +289,7 @@ func readSeed(t *testing.T, db *sqlx.DB) seeded {
 
 func checkSeed(t *testing.T, got seeded) {
 	t.Helper()
-	wantConfigs := []string{"input-agent", "refund-agent", "refund-agent-four-eyes", "slow-agent"}
+	wantConfigs := []string{"input-agent", "orders-agent", "refund-agent", "refund-agent-four-eyes", "slow-agent"}
 	if !reflect.DeepEqual(got.configurations, wantConfigs) {
 		t.Errorf("configurations = %q, want %q", got.configurations, wantConfigs)
 	}
@@ -347,8 +347,8 @@ func TestServeTakesItsFlagsFromTheEnvironment(t *testing.T) {
 	addr := freeAddr(t)
 	s := startServer(t, addr, childEnv("TURNSTILE_ADDR="+addr, "TURNSTILE_DSN="+dsn, "TURNSTILE_DEMO=1"))
 	got := readSeed(t, db)
-	if len(got.configurations) != 4 || got.runCount != 4 {
-		t.Errorf("TURNSTILE_DEMO=1 seeded %d configurations and %d runs, want 4 and 4", len(got.configurations), got.runCount)
+	if len(got.configurations) != 5 || got.runCount != 4 {
+		t.Errorf("TURNSTILE_DEMO=1 seeded %d configurations and %d runs, want 5 and 4", len(got.configurations), got.runCount)
 	}
 	s.stop(t)
 	if !logged(s.logLines(t), "serving", map[string]any{"addr": addr}) {

@@ -244,7 +244,8 @@ func open(ctx context.Context, d dbFlags, log *slog.Logger) (*app, error) {
 	a := &app{db: db, synced: synced, store: st, tools: builtin.Registry(builtin.Tools(st)...), log: log}
 	a.publicURL, a.getenv, a.sealer, a.allowPrivate = d.publicURLOrDefault(), d.getenv, sealer, d.webhookAllowPrivate
 	opts := runtime.Options{Store: st, Tools: a.tools, Providers: all.Factory,
-		Validator: schema.New(), Sealer: sealer, Lease: d.lease, Logger: log, PublicURL: a.publicURL}
+		Validator: schema.New(), Sealer: sealer, Lease: d.lease, Logger: log, PublicURL: a.publicURL,
+		Credentials: st}
 	if d.runsAgents() {
 		a.metrics = metrics.New(log)
 		if err := errors.Join(a.metrics.WatchBacklog(st), a.metrics.WatchDB(db.DB), a.metrics.WatchOutbox(st)); err != nil {

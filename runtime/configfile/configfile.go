@@ -216,10 +216,10 @@ func (p *parser) stringList(e entry) (list []string, nodes []*yaml.Node, ok bool
 var topKeys = []string{
 	"identifier", "name", "description", "active", "provider", "system_prompt", "title", "tools",
 	"max_iterations", "require_second_approver", "privacy_level", "tool_policies",
-	"mcp_servers", "decision_timeout", "on_timeout", "escalate_grant", "notify",
+	"mcp_servers", "decision_timeout", "on_timeout", "escalate_grant", "notify", "identity_ttl",
 }
 
-var mcpServerKeys = []string{"name", "url", "headers", "requires_approval", "meta_tool"}
+var mcpServerKeys = []string{"name", "url", "headers", "requires_approval", "meta_tool", "identity"}
 
 var providerKeys = []string{"type", "model", "base_url", "api_key_env", "script"}
 
@@ -251,6 +251,7 @@ func (p *parser) configuration(doc *yaml.Node) *runtime.Configuration {
 		{"system_prompt", &cfg.SystemPrompt},
 		{"title", &cfg.Title},
 		{"privacy_level", (*string)(&cfg.PrivacyLevel)},
+		{"identity_ttl", &cfg.IdentityTTL},
 	} {
 		if e, ok := top[f.key]; ok {
 			*f.dst, _ = p.str(e)
@@ -266,6 +267,10 @@ func (p *parser) configuration(doc *yaml.Node) *runtime.Configuration {
 		}
 	} else if !identifierPattern.MatchString(cfg.Identifier) {
 		p.fail(e.value, "identifier %q must be lower-case letters, digits and dashes, starting with a letter or digit, at most 100 characters", cfg.Identifier)
+	}
+	if err := cfg.CheckIdentityTTL(); err != nil {
+		p.fail(top["identity_ttl"].value, "%s", err.Error())
+		cfg.IdentityTTL = "" // said here, with the line: not again by Normalize
 	}
 	if e, ok := top["active"]; ok && !yamlnode.IsNull(e.value) {
 		cfg.Active, _ = p.boolean(e)
@@ -574,6 +579,13 @@ func (p *parser) mcpServer(n *yaml.Node) (runtime.MCPServer, bool) {
 	}
 	if f, ok := fields["meta_tool"]; ok && !yamlnode.IsNull(f.value) {
 		srv.MetaTool, _ = p.boolean(f)
+	}
+	if f, ok := fields["identity"]; ok && !yamlnode.IsNull(f.value) {
+		srv.Identity, _ = p.str(f)
+		if err := srv.CheckIdentity(); err != nil {
+			p.fail(f.value, "%s", err.Error())
+			srv.Identity = "" // said here, with the line: not again by Normalize
+		}
 	}
 	return srv, len(p.errs) == before
 }

@@ -26,6 +26,7 @@ type file struct {
 	PrivacyLevel          runtime.PrivacyLevel  `yaml:"privacy_level,omitempty"`
 	ToolPolicies          map[string]toolPolicy `yaml:"tool_policies,omitempty"`
 	MCPServers            []mcpServer           `yaml:"mcp_servers,omitempty"`
+	IdentityTTL           string                `yaml:"identity_ttl,omitempty"`
 	Notify                []notify              `yaml:"notify,omitempty"`
 	deadline              `yaml:",inline"`
 }
@@ -52,6 +53,7 @@ type mcpServer struct {
 	Headers          map[string]string `yaml:"headers,omitempty"`
 	RequiresApproval *bool             `yaml:"requires_approval,omitempty"`
 	MetaTool         bool              `yaml:"meta_tool,omitempty"`
+	Identity         string            `yaml:"identity,omitempty"`
 }
 
 type provider struct {
@@ -82,6 +84,7 @@ func Marshal(cfg *runtime.Configuration) ([]byte, error) {
 		MaxIterations:         cfg.MaxIterations,
 		RequireSecondApprover: cfg.RequireSecondApprover,
 		PrivacyLevel:          cfg.PrivacyLevel,
+		IdentityTTL:           cfg.IdentityTTL,
 		deadline:              deadline(cfg.Deadline),
 		Provider: provider{
 			Type:      cfg.Provider.Type,

@@ -69,7 +69,7 @@ func TestParseMCPErrors(t *testing.T) {
 		with string
 		want string
 	}{
-		{"unknown key", 15, "    header:", `mcp.yaml:15: unknown key "header" in an mcp server (allowed: name, url, headers, requires_approval, meta_tool)`},
+		{"unknown key", 15, "    header:", `mcp.yaml:15: unknown key "header" in an mcp server (allowed: name, url, headers, requires_approval, meta_tool, identity)`},
 		{"no name", 13, "  - nam: shop", `mcp.yaml:13: unknown key "nam"`},
 		{"bad name", 13, "  - name: Shop_1", `mcp.yaml:13: mcp server name "Shop_1" must be lower-case letters`},
 		{"name too long", 13, "  - name: " + strings.Repeat("s", 31), `mcp.yaml:13: mcp server name`},

@@ -13,9 +13,9 @@ var _ runtime.SweepMetrics = (*Metrics)(nil)
 // per kind at 0.
 func newSweepCounter(reg *prometheus.Registry) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "turnstile_expired_deleted_total",
-		Help: "Rows this process's workers deleted because they can never be used again, by kind: token (API tokens expired or revoked), session (sign-in sessions expired)."},
+		Help: "Rows this process's workers deleted because they can never be used again, by kind: token (API tokens expired or revoked), session (sign-in sessions expired), change (the live feed's change log past its retention), run_token (run credentials expired)."},
 		[]string{"kind"})
-	for _, k := range []string{runtime.SweptToken, runtime.SweptSession, runtime.SweptChange} {
+	for _, k := range []string{runtime.SweptToken, runtime.SweptSession, runtime.SweptChange, runtime.SweptRunToken} {
 		c.WithLabelValues(k)
 	}
 	reg.MustRegister(c)

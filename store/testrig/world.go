@@ -147,6 +147,9 @@ func (w *World) NewEngine(o runtime.Options) *runtime.Engine {
 		o.Providers = scripted.Factory
 	}
 	o.Store, o.Tools, o.Validator = w.Store, w.Tools, schema.New()
+	if o.Credentials == nil {
+		o.Credentials = w.Store
+	}
 	return runtime.New(o)
 }
 

@@ -18,6 +18,9 @@ type Order struct {
 	Customer    string
 	AmountCents int64
 	Currency    string
+	// Owner is the name of the user the order belongs to, "" for nobody:
+	// the example internal MCP server shows people their own.
+	Owner string
 }
 
 // Refund is one refund of a demo order: which call of which run refunded

@@ -39,6 +39,11 @@ type shop struct {
 	// before the server sees it; forget makes the server forget its
 	// sessions just before it.
 	cut, forget string
+	// refuse answers the next tools/call of the named tool 401, as a
+	// server that no longer accepts the caller's credential.
+	refuse string
+	// gate, when set, holds every lookup until it is closed.
+	gate chan struct{}
 }
 
 type orderArgs struct {
@@ -57,6 +62,12 @@ func newShop(t *testing.T) *shop {
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *sdk.CallToolRequest, in orderArgs) (*sdk.CallToolResult, any, error) {
 			s.lookups.Add(1)
+			s.mu.Lock()
+			gate := s.gate
+			s.mu.Unlock()
+			if gate != nil {
+				<-gate
+			}
 			return text("order " + in.OrderID + ": open, 5000 cents"), nil, nil
 		})
 	sdk.AddTool(s.server, &sdk.Tool{Name: "charge", Description: "Charges an order's card."},
@@ -100,8 +111,17 @@ func (s *shop) serve(w http.ResponseWriter, r *http.Request) {
 	if cut {
 		s.cut = ""
 	}
+	refuse := call && s.refuse == msg.Params.Name
+	if refuse {
+		s.refuse = ""
+		s.status = append(s.status, http.StatusUnauthorized)
+	}
 	h := s.handler
 	s.mu.Unlock()
+	if refuse {
+		http.Error(w, "invalid token", http.StatusUnauthorized)
+		return
+	}
 	if cut {
 		conn, _, err := http.NewResponseController(w).Hijack()
 		if err == nil {

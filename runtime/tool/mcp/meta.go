@@ -81,6 +81,9 @@ func (m *metaTool) StandingName(arguments json.RawMessage) string {
 // Call discovers, describes or executes. Bad arguments, an unknown tool and
 // a server that cannot be reached are errors the model sees.
 func (m *metaTool) Call(ctx context.Context, inv runtime.Invocation) (string, error) {
+	if m.ep == nil {
+		return "", errNoCredential
+	}
 	var args struct {
 		Query     string          `json:"query"`
 		Name      string          `json:"name"`

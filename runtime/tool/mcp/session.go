@@ -29,6 +29,9 @@ type endpoint struct {
 	// secrets are the environment values in url and headers, by variable
 	// name: errors a model or a log sees show ${NAME} instead.
 	secrets map[string]string
+	// cred is the run credential a forwarding endpoint sends, nil for
+	// every other.
+	cred *runtime.RunCredential
 
 	mu      sync.Mutex
 	cur     *session    // nil until opened, and after it failed
@@ -146,7 +149,7 @@ func (e *endpoint) open() (*mcpsdk.ClientSession, error) {
 	})
 	t := &mcpsdk.StreamableClientTransport{
 		Endpoint:   e.url,
-		HTTPClient: &http.Client{Transport: &headerTransport{base: e.src.opts.base(), headers: e.headers}},
+		HTTPClient: &http.Client{Transport: &headerTransport{base: e.src.opts.base(), headers: e.headers, cred: e.cred}},
 		// Turnstile only asks; it never needs the server to speak first.
 		DisableStandaloneSSE: true,
 	}
@@ -201,6 +204,8 @@ func (e *endpoint) connectError(ctx context.Context, err error, d *delivery, tim
 		// The last request failed in the network: an earlier answer's
 		// status is not the reason.
 		msg = where + ": " + netCause(err)
+	case status == http.StatusUnauthorized && e.cred != nil:
+		return &redacted{msg: "the server refused the run's credential (HTTP 401)", err: errors.Join(errUnauthorized, err)}
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		msg = fmt.Sprintf("the server refused the credentials (HTTP %d)", status)
 	case status >= 300:
@@ -273,6 +278,55 @@ func (e *endpoint) release(s *session, failed bool) {
 	}
 }
 
+// retire retires the open session: no new call uses it, and it closes
+// with its last user.
+func (e *endpoint) retire() {
+	e.mu.Lock()
+	s := e.cur
+	e.cur = nil
+	done := false
+	if s != nil {
+		s.retired = true
+		done = s.users == 0
+	}
+	e.mu.Unlock()
+	if done {
+		go s.cs.Close()
+	}
+}
+
+// errUnauthorized marks a forwarding server's 401: the run's credential
+// was refused, and a new one may be minted.
+var errUnauthorized = errors.New("the server refused the run's credential")
+
+// bearer is the credential a forwarding endpoint sends now, "" for any
+// other.
+func (e *endpoint) bearer() string {
+	if e.cred == nil {
+		return ""
+	}
+	return e.cred.Bearer()
+}
+
+// renew answers a forwarding server's 401 to refused: a new credential,
+// and a new session opened with it (the open one was opened with the
+// refused one). False when the endpoint forwards nothing or no new
+// credential could be had.
+func (e *endpoint) renew(ctx context.Context, refused string) bool {
+	if e.cred == nil {
+		return false
+	}
+	if err := e.cred.Renew(ctx, refused); err != nil {
+		e.src.opts.Logger.Warn("run credential not renewed after a 401", "server", e.shownURL(), "err", err)
+		return false
+	}
+	e.mu.Lock()
+	e.failure = nil
+	e.mu.Unlock()
+	e.retire()
+	return true
+}
+
 // close closes the open session, whoever uses it.
 func (e *endpoint) close() error {
 	e.mu.Lock()
@@ -291,8 +345,12 @@ func (e *endpoint) close() error {
 // once.
 func (e *endpoint) list(ctx context.Context) ([]*mcpsdk.Tool, error) {
 	for try := 0; ; try++ {
+		refused := e.bearer()
 		s, err := e.acquire(ctx)
 		if err != nil {
+			if try == 0 && errors.Is(err, errUnauthorized) && e.renew(ctx, refused) {
+				continue
+			}
 			return nil, e.redact(err)
 		}
 		d := &delivery{}
@@ -307,10 +365,14 @@ func (e *endpoint) list(ctx context.Context) ([]*mcpsdk.Tool, error) {
 		}
 		timedOut := lctx.Err() != nil
 		cancel()
-		failed := err != nil && d.failed(err)
+		unauthorized := err != nil && e.cred != nil && d.unauthorized()
+		failed := err != nil && (d.failed(err) || unauthorized)
 		e.release(s, failed)
 		if err == nil {
 			return tools, nil
+		}
+		if unauthorized && (try > 0 || !e.renew(ctx, refused)) {
+			return nil, &redacted{msg: "list tools: the server refused the run's credential (HTTP 401)", err: err}
 		}
 		if timedOut && ctx.Err() == nil {
 			return nil, &redacted{msg: fmt.Sprintf("list tools: no answer within %s", e.src.opts.ConnectTimeout), err: err}
@@ -335,14 +397,20 @@ func (e *endpoint) call(ctx context.Context, name string, args json.RawMessage, 
 		args = json.RawMessage(`{}`)
 	}
 	for try := 0; ; try++ {
+		refused := e.bearer()
 		s, err := e.acquire(cctx)
 		if err != nil {
+			// Refused while connecting: the call was never sent.
+			if try == 0 && errors.Is(err, errUnauthorized) && e.renew(cctx, refused) {
+				continue
+			}
 			return nil, e.redact(err)
 		}
 		d := &delivery{}
 		res, err := s.cs.CallTool(context.WithValue(cctx, deliveryKey{}, d),
 			&mcpsdk.CallToolParams{Name: name, Arguments: args})
-		failed := err != nil && cctx.Err() == nil && d.failed(err)
+		unauthorized := err != nil && e.cred != nil && d.unauthorized()
+		failed := err != nil && cctx.Err() == nil && (d.failed(err) || unauthorized)
 		e.release(s, failed)
 		switch {
 		case err == nil:
@@ -353,6 +421,15 @@ func (e *endpoint) call(ctx context.Context, name string, args json.RawMessage, 
 			return nil, fmt.Errorf("no answer within %s", timeout)
 		case !failed:
 			return nil, e.redact(err)
+		}
+		if unauthorized {
+			// One new credential and session per refusal; the call is
+			// repeated with them only where repeating is safe, as below.
+			renewed := try == 0 && e.renew(cctx, refused)
+			if !renewed || effect == runtime.NonIdempotentWrite {
+				return nil, &redacted{msg: "the server refused the run's credential (HTTP 401); the call was not repeated", err: err}
+			}
+			continue
 		}
 		if try > 0 || (effect == runtime.NonIdempotentWrite && !d.undelivered()) {
 			return nil, e.redact(err)
@@ -420,6 +497,13 @@ type delivery struct {
 
 type deliveryKey struct{}
 
+// unauthorized reports whether the last answer was 401.
+func (d *delivery) unauthorized() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.status == http.StatusUnauthorized
+}
+
 // undelivered reports whether the call certainly never ran on the server.
 func (d *delivery) undelivered() bool {
 	d.mu.Lock()
@@ -432,6 +516,9 @@ func (d *delivery) undelivered() bool {
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
+	// cred, when set, is sent as the bearer: read at each request, so a
+	// renewed credential is what the next request carries.
+	cred *runtime.RunCredential
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -452,6 +539,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(ctx)
 	for k, vs := range t.headers {
 		req.Header[k] = vs
+	}
+	if t.cred != nil {
+		req.Header.Set("Authorization", "Bearer "+t.cred.Bearer())
 	}
 	resp, err := t.base.RoundTrip(req)
 	if d != nil && resp != nil {

@@ -43,6 +43,8 @@ import (
 	"sync"
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
@@ -87,7 +89,11 @@ type Source struct {
 
 	mu        sync.Mutex
 	endpoints map[string]*endpoint
-	closed    bool
+	// listed are the tools each forwarding server entry last listed (by
+	// name and URL), for the checks that run without a run's credential:
+	// an edited call's schema.
+	listed map[string][]*mcpsdk.Tool
+	closed bool
 }
 
 var _ runtime.ToolSource = (*Source)(nil)
@@ -112,7 +118,7 @@ func NewSource(opts Options) *Source {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Source{opts: opts, base: base, cancel: cancel, endpoints: map[string]*endpoint{}}
+	return &Source{opts: opts, base: base, cancel: cancel, endpoints: map[string]*endpoint{}, listed: map[string][]*mcpsdk.Tool{}}
 }
 
 // Tools returns the tools of cfg's MCP servers: each server's own, listed
@@ -167,11 +173,19 @@ func (s *Source) serverTools(ctx context.Context, srv runtime.MCPServer, list bo
 	if err := CheckServerName(srv.Name); err != nil {
 		return nil, err
 	}
-	ep, err := s.endpoint(srv)
+	var cred *runtime.RunCredential
+	approval := srv.RequiresApproval == nil || *srv.RequiresApproval
+	if srv.Identity == runtime.IdentityForward {
+		if cred = runtime.CredentialFrom(ctx); cred == nil && runtime.MintFailed(ctx) {
+			return nil, errNoCredential
+		} else if cred == nil {
+			return s.uncredentialed(srv, list, approval)
+		}
+	}
+	ep, err := s.endpoint(srv, cred)
 	if err != nil {
 		return nil, err
 	}
-	approval := srv.RequiresApproval == nil || *srv.RequiresApproval
 	if srv.MetaTool && !list {
 		return metaTools(ep, srv.Name, approval), nil
 	}
@@ -179,9 +193,35 @@ func (s *Source) serverTools(ctx context.Context, srv runtime.MCPServer, list bo
 	if err != nil {
 		return nil, err
 	}
+	if cred != nil {
+		s.mu.Lock()
+		s.listed[srv.Name+"\n"+srv.URL] = listed
+		s.mu.Unlock()
+	}
 	tools := make([]runtime.Tool, 0, len(listed))
 	for _, t := range listed {
 		tools = append(tools, newTool(ep, srv.Name, t, approval))
+	}
+	return tools, nil
+}
+
+// uncredentialed are a forwarding server's tools where there is no run
+// credential to reach it with (a decision checking an edited call):
+// those it listed last in this process, which describe themselves but
+// cannot be called; errNoCredential when it listed none here.
+func (s *Source) uncredentialed(srv runtime.MCPServer, list, approval bool) ([]runtime.Tool, error) {
+	if srv.MetaTool && !list {
+		return metaTools(nil, srv.Name, approval), nil
+	}
+	s.mu.Lock()
+	listed, ok := s.listed[srv.Name+"\n"+srv.URL]
+	s.mu.Unlock()
+	if !ok || list {
+		return nil, errNoCredential
+	}
+	tools := make([]runtime.Tool, 0, len(listed))
+	for _, t := range listed {
+		tools = append(tools, newTool(nil, srv.Name, t, approval))
 	}
 	return tools, nil
 }
@@ -202,10 +242,17 @@ func MissingVariables(srv runtime.MCPServer, getenv func(string) string) []strin
 	return missing
 }
 
+// errNoCredential is why a forwarding server is unavailable to a run
+// that has no credential to send it.
+var errNoCredential = errors.New("identity: forward, but the run has no credential to send (minting it failed; see the log)")
+
 // endpoint returns the endpoint of a server entry, with its URL and headers
 // read from the environment now. Every unset variable of the entry is
-// named in one *unsetError.
-func (s *Source) endpoint(srv runtime.MCPServer) (*endpoint, error) {
+// named in one *unsetError. A forwarding entry (cred set) gets an
+// endpoint of its own per credential, which closes when the credential is
+// revoked: its sessions were opened as the run's owner and serve no other
+// run.
+func (s *Source) endpoint(srv runtime.MCPServer, cred *runtime.RunCredential) (*endpoint, error) {
 	// A malformed reference is reported as such before any variable is
 	// read.
 	if err := CheckTemplate(srv.URL); err != nil {
@@ -251,6 +298,13 @@ func (s *Source) endpoint(srv runtime.MCPServer) (*endpoint, error) {
 		headers.Set(name, v)
 		key = append(key, http.CanonicalHeaderKey(name)+": "+v)
 	}
+	if cred != nil {
+		// Checked again here, on the URL as the environment makes it.
+		if err := runtime.CheckForwardURL(url); err != nil {
+			return nil, err
+		}
+		key = append(key, fmt.Sprintf("run credential %p", cred))
+	}
 	k := strings.Join(key, "\n")
 
 	s.mu.Lock()
@@ -260,10 +314,24 @@ func (s *Source) endpoint(srv runtime.MCPServer) (*endpoint, error) {
 	}
 	ep, ok := s.endpoints[k]
 	if !ok {
-		ep = &endpoint{src: s, url: url, headers: headers, secrets: secrets}
+		ep = &endpoint{src: s, url: url, headers: headers, secrets: secrets, cred: cred}
 		s.endpoints[k] = ep
+		if cred != nil {
+			cred.OnEnd(func() { s.forget(k, ep) })
+		}
 	}
 	return ep, nil
+}
+
+// forget drops a forwarding endpoint whose credential was revoked and
+// closes its session; calls still using it finish first.
+func (s *Source) forget(k string, ep *endpoint) {
+	s.mu.Lock()
+	if s.endpoints[k] == ep {
+		delete(s.endpoints, k)
+	}
+	s.mu.Unlock()
+	ep.retire()
 }
 
 func (s *Source) isClosed() bool {

@@ -14,8 +14,8 @@ import (
 
 // tool is one tool of an MCP server, as a run calls it.
 type tool struct {
-	ep   *endpoint
-	name string // the server's name for it
+	ep   *endpoint // nil for a forwarding server's tool listed without a credential
+	name string    // the server's name for it
 	spec runtime.ToolSpec
 }
 
@@ -62,6 +62,9 @@ func (t *tool) Spec() runtime.ToolSpec { return t.spec }
 // is returned as an error carrying its text; so is a failure to reach the
 // server.
 func (t *tool) Call(ctx context.Context, inv runtime.Invocation) (string, error) {
+	if t.ep == nil {
+		return "", errNoCredential
+	}
 	return t.ep.callText(ctx, t.name, inv.Arguments, t.spec.Effect)
 }
 
