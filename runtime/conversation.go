@@ -41,6 +41,9 @@ type NextTurn struct {
 	Messages        [][]byte
 	FirstMessage    int
 	Event           Event
+	// Credential is minted with the turn: a forwarding run's whose turn
+	// runs in the request (see identity.go).
+	Credential *CredentialMint
 }
 
 // SendMessage starts the next turn of a settled run, held by the caller,
@@ -48,57 +51,59 @@ type NextTurn struct {
 // settles. Refusals: not_found (also for a run the actor may not read),
 // run_busy, invalid_request, inactive_configuration, unreadable_state.
 func (e *Engine) SendMessage(ctx context.Context, req MessageRequest) (*Continuation, error) {
-	run, cfg, state, err := e.nextTurn(ctx, req, StatusRunning)
+	run, cfg, state, mint, err := e.nextTurn(ctx, req, StatusRunning)
 	if err != nil {
 		return nil, err
 	}
 	c := e.continuation(run, cfg, state, nil)
 	c.stored = len(state.Messages)
+	c.minted(mint)
 	return c, nil
 }
 
 // QueueMessage starts the next turn of a settled run for a worker to
 // carry out (the durable path), with SendMessage's refusals.
 func (e *Engine) QueueMessage(ctx context.Context, req MessageRequest) error {
-	_, _, _, err := e.nextTurn(ctx, req, StatusQueued)
+	_, _, _, _, err := e.nextTurn(ctx, req, StatusQueued)
 	return err
 }
 
 // nextTurn checks a follow-up message and starts its turn in the store,
-// in status running (held by this process) or queued.
-func (e *Engine) nextTurn(ctx context.Context, req MessageRequest, status Status) (*Run, *Configuration, State, error) {
+// in status running (held by this process) or queued, and returns the
+// credential the turn's commit minted for a forwarding run that runs.
+func (e *Engine) nextTurn(ctx context.Context, req MessageRequest, status Status) (*Run, *Configuration, State, *CredentialMint, error) {
 	content, err := checkPrompt(req.Content, "message")
 	if err != nil {
-		return nil, nil, State{}, err
+		return nil, nil, State{}, nil, err
 	}
 	run, err := e.store.Run(ctx, req.RunID)
 	if errors.Is(err, ErrNotFound) || (err == nil && !req.Actor.MayRead(run.OwnerID)) {
 		// Who may not read a run learns nothing of it, not even that it
 		// exists (see MayRead).
-		return nil, nil, State{}, refuse(CodeNotFound, "no run %d", req.RunID)
+		return nil, nil, State{}, nil, refuse(CodeNotFound, "no run %d", req.RunID)
 	}
 	if err != nil {
-		return nil, nil, State{}, err
+		return nil, nil, State{}, nil, err
 	}
 	if !run.Status.Terminal() {
-		return nil, nil, State{}, refuse(CodeRunBusy,
+		return nil, nil, State{}, nil, refuse(CodeRunBusy,
 			"run %d is %s: its turn %d has not ended; send the message once the run has settled",
 			run.ID, run.Status, run.ConversationTurn)
 	}
 	cfg, err := e.currentConfiguration(ctx, run)
 	if err != nil {
-		return nil, nil, State{}, err
+		return nil, nil, State{}, nil, err
 	}
 	state, err := e.decodeState(run.ID, run.State)
 	if err != nil {
-		return nil, nil, State{}, refuse(CodeUnreadableState, "the saved state of run %d cannot be read: %s", run.ID, whyUnreadable(err))
+		return nil, nil, State{}, nil, refuse(CodeUnreadableState, "the saved state of run %d cannot be read: %s", run.ID, whyUnreadable(err))
 	}
 	resumed, err := e.store.Resume(ctx, run.ID, true)
 	if err != nil {
-		return nil, nil, State{}, err
+		return nil, nil, State{}, nil, err
 	}
 	if state.Messages, err = e.decodeMessages(run.ID, resumed.Messages); err != nil {
-		return nil, nil, State{}, refuse(CodeUnreadableState, "the transcript of run %d cannot be read: %s", run.ID, whyUnreadable(err))
+		return nil, nil, State{}, nil, refuse(CodeUnreadableState, "the transcript of run %d cannot be read: %s", run.ID, whyUnreadable(err))
 	}
 	first := len(state.Messages)
 	state.Messages = append(state.Messages, closeUnanswered(state.Messages)...)
@@ -110,32 +115,33 @@ func (e *Engine) nextTurn(ctx context.Context, req MessageRequest, status Status
 	turn := run.ConversationTurn + 1
 	blob, err := e.encodeState(run.ID, state)
 	if err != nil {
-		return nil, nil, State{}, err
+		return nil, nil, State{}, nil, err
 	}
 	msgs, err := e.encodeMessages(run.ID, first, state.Messages[first:])
 	if err != nil {
-		return nil, nil, State{}, err
+		return nil, nil, State{}, nil, err
 	}
 	ev := Event{Seq: resumed.LastSeq + 1, Turn: turn, Kind: KindTurnStarted,
 		Payload: filter(cfg.PrivacyLevel, TurnStartedPayload{Turn: turn, Content: Content{Value: content}, By: req.Actor.Name})}
 	stored, err := e.sealEvents(&Run{ID: run.ID, ConversationTurn: turn}, []Event{ev})
 	if err != nil {
-		return nil, nil, State{}, err
+		return nil, nil, State{}, nil, err
 	}
 	next := NextTurn{RunID: run.ID, From: run.ConversationTurn, ConfigurationID: cfg.ID, Status: status,
 		State: blob, Messages: msgs, FirstMessage: first, Event: stored[0]}
 	if status == StatusRunning {
 		next.ClaimedBy, next.Lease = holderID(), e.lease
+		next.Credential = e.credentialMint(run, cfg)
 	}
 	if err := e.store.StartTurn(ctx, next); errors.Is(err, ErrClaimLost) {
-		return nil, nil, State{}, refuse(CodeRunBusy, "run %d has just started another turn; send the message once it has settled", run.ID)
+		return nil, nil, State{}, nil, refuse(CodeRunBusy, "run %d has just started another turn; send the message once it has settled", run.ID)
 	} else if err != nil {
-		return nil, nil, State{}, err
+		return nil, nil, State{}, nil, err
 	}
 	run.Status, run.ClaimedBy, run.ConversationTurn, run.ConfigurationID = status, next.ClaimedBy, turn, cfg.ID
 	run.TerminationReason, run.Answer, run.TurnDigest, run.PendingEffect, run.CancelRequested = "", "", "", "", false
 	run.State = blob
-	return run, cfg, state, nil
+	return run, cfg, state, next.Credential, nil
 }
 
 // currentConfiguration is the active version of the configuration a run

@@ -225,6 +225,7 @@ func (p *pipeline) prepare(d DecisionRecord, standing []string) (Claim, Decision
 	case PathRequest, "":
 		c.To, d.Path = StatusRunning, PathRequest
 		c.ClaimedBy, c.Lease = holderID(), p.e.lease
+		c.Credential = p.e.credentialMint(p.run, p.cfg)
 	default:
 		return Claim{}, d, fmt.Errorf("runtime: decide: unknown path %q", p.path)
 	}
@@ -245,5 +246,7 @@ func (p *pipeline) won(c Claim, d DecisionRecord) *Continuation {
 	}
 	run := *p.run
 	run.Status, run.ClaimedBy = StatusRunning, c.ClaimedBy
-	return p.e.continuation(&run, p.cfg, p.state, &d)
+	cont := p.e.continuation(&run, p.cfg, p.state, &d)
+	cont.minted(c.Credential)
+	return cont
 }

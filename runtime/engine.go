@@ -129,11 +129,21 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (*Continuation, er
 		return nil, err
 	}
 	run.Status, run.ClaimedBy = StatusRunning, holderID()
+	mint := e.credentialMint(run, cfg)
+	if mint != nil {
+		sealed := content
+		content = func(id int64) (NewRunContent, error) {
+			c, err := sealed(id)
+			c.Credential = mint
+			return c, err
+		}
+	}
 	if err := e.store.CreateRun(ctx, run, e.lease, content); err != nil {
 		return nil, err
 	}
 	c := e.continuation(run, cfg, state, nil)
 	c.stored = len(state.Messages)
+	c.minted(mint)
 	return c, nil
 }
 

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
@@ -101,16 +103,57 @@ func WithCredential(ctx context.Context, c *RunCredential) context.Context {
 // MintCredential mints a run's first credential, which slides every
 // max(60s, ttl/2) while held, or every slide when that is set (tests).
 func MintCredential(ctx context.Context, s CredentialStore, run *Run, ttl, slide time.Duration) (*RunCredential, error) {
-	if slide <= 0 {
-		slide = max(time.Minute, ttl/2)
-	}
-	c := &RunCredential{store: s, runID: run.ID, ownerID: run.OwnerID, claim: run.ClaimedBy, ttl: ttl, every: slide}
-	tok, err := s.MintRunToken(ctx, c.runID, c.ownerID, c.claim, ttl)
+	tok, err := s.MintRunToken(ctx, run.ID, run.OwnerID, run.ClaimedBy, ttl)
 	if err != nil {
 		return nil, err
 	}
-	c.token, c.slideAt = tok, time.Now().Add(slide)
-	return c, nil
+	return newRunCredential(s, run, ttl, slide, tok), nil
+}
+
+// newRunCredential is the credential tok of run, minted already.
+func newRunCredential(s CredentialStore, run *Run, ttl, slide time.Duration, tok string) *RunCredential {
+	if slide <= 0 {
+		slide = max(time.Minute, ttl/2)
+	}
+	return &RunCredential{store: s, runID: run.ID, ownerID: run.OwnerID, claim: run.ClaimedBy, ttl: ttl, every: slide,
+		token: tok, slideAt: time.Now().Add(slide)}
+}
+
+// NewRunToken is a new run credential as sent: "tsr_" and 64 hex digits
+// of crypto/rand.
+func NewRunToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return "tsr_" + hex.EncodeToString(b)
+}
+
+// CredentialMint is a credential that the commit starting a continuation
+// in a request mints with it — a decision's claim (if it wins), a start,
+// a follow-up's turn: one statement more in that commit, rather than a
+// commit of its own when the continuation starts. Its holder is the
+// commit's claim.
+type CredentialMint struct {
+	Token   string
+	OwnerID int64
+	TTL     time.Duration
+}
+
+// minted gives the continuation the credential m that the commit which
+// started it minted (none when m is nil: it mints its own, if any).
+func (c *Continuation) minted(m *CredentialMint) {
+	if m != nil {
+		c.cred.Store(newRunCredential(c.e.credentials, c.run, m.TTL, c.e.identitySlide, m.Token))
+	}
+}
+
+// credentialMint is what a commit starting a continuation of run under
+// cfg mints: nothing unless one of its MCP servers forwards the owner's
+// identity.
+func (e *Engine) credentialMint(run *Run, cfg *Configuration) *CredentialMint {
+	if e.credentials == nil || cfg == nil || !cfg.Forwards() {
+		return nil
+	}
+	return &CredentialMint{Token: NewRunToken(), OwnerID: run.OwnerID, TTL: cfg.IdentityLifetime()}
 }
 
 // Bearer is the credential as sent: "tsr_…". Never log it.
@@ -206,6 +249,9 @@ func (c *Configuration) IdentityLifetime() time.Duration {
 func (c *Continuation) startCredential(ctx context.Context) context.Context {
 	if c.e.credentials == nil || !c.cfg.Forwards() {
 		return ctx
+	}
+	if cred := c.cred.Load(); cred != nil {
+		return WithCredential(ctx, cred) // the decision's claim minted it
 	}
 	cred, err := MintCredential(ctx, c.e.credentials, c.run, c.cfg.IdentityLifetime(), c.e.identitySlide)
 	if err != nil {

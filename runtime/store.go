@@ -134,6 +134,9 @@ type NewRunContent struct {
 	// Started is the payload of the run's first event, turn 1's
 	// turn_started, sealed for seq 1.
 	Started json.RawMessage
+	// Credential is minted with the run: a forwarding run's that starts
+	// running (see identity.go).
+	Credential *CredentialMint
 }
 
 // Resumed is what a continuation reads when it starts.
@@ -165,6 +168,9 @@ type Claim struct {
 	Standing []string
 	// Notifications go into the outbox if the claim wins (an expiry's).
 	Notifications []Delivery
+	// Credential is minted by the claim if it wins: a forwarding run's,
+	// on the request path (see identity.go).
+	Credential *CredentialMint
 }
 
 // DecisionRecord is one row of the decisions table.

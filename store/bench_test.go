@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -90,6 +91,84 @@ func BenchmarkCommit(b *testing.B) {
 		b.ReportMetric(float64(del.Microseconds())/n, "delete-µs")
 		b.ReportMetric(float64(mint)/float64(step), "mint/step")
 	})
+}
+
+// BenchmarkMintCredential measures what a forwarding run's credential adds
+// to the commits that mint it as they start a continuation in a request —
+// a decision's claim, and a start's CreateRun —, beside a step's commit
+// for scale: in turns, each with and without a credential (a claim of a
+// run put back to waiting on a new turn beforehand, not timed). The
+// credential is one statement more in each commit, not a commit of its
+// own.
+func BenchmarkMintCredential(b *testing.B) {
+	db, _ := dbtest.New(b)
+	st := store.New(db)
+	ctx := context.Background()
+	r := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
+		Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "bench", Prompt: "p"}
+	if err := st.CreateRun(ctx, r, time.Minute, asStored(r)); err != nil {
+		b.Fatal(err)
+	}
+	turn := 0
+	claim := func(b *testing.B, cred bool) time.Duration {
+		turn++
+		digest := fmt.Sprintf("%064d", turn)
+		if _, err := db.ExecContext(ctx, `UPDATE runs SET status = 'waiting_for_approval', turn_digest = ?,
+			claimed_by = NULL, lease_expires_at = NULL WHERE id = ?`, digest, r.ID); err != nil {
+			b.Fatal(err)
+		}
+		c := runtime.Claim{RunID: r.ID, From: runtime.StatusWaitingForApproval, Digest: digest, To: runtime.StatusRunning,
+			ClaimedBy: "bench", Lease: time.Minute, Decision: runtime.DecisionRecord{Kind: runtime.DecisionApprove,
+				Scope: runtime.ScopeOnce, Tools: "t", DecidedBy: 1, Path: runtime.PathRequest}}
+		if cred {
+			c.Credential = &runtime.CredentialMint{Token: runtime.NewRunToken(), OwnerID: 1, TTL: time.Hour}
+		}
+		t0 := time.Now()
+		if err := st.Claim(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	start := func(b *testing.B, cred bool) time.Duration {
+		s := &runtime.Run{ConfigurationID: 1, OwnerID: 1, Origin: runtime.OriginInteractive,
+			Status: runtime.StatusRunning, State: []byte(`{}`), ClaimedBy: "bench", Prompt: "p"}
+		content := asStored(s)
+		if cred {
+			content = func(int64) (runtime.NewRunContent, error) {
+				return runtime.NewRunContent{State: s.State, Prompt: s.Prompt,
+					Credential: &runtime.CredentialMint{Token: runtime.NewRunToken(), OwnerID: 1, TTL: time.Hour}}, nil
+			}
+		}
+		t0 := time.Now()
+		if err := st.CreateRun(ctx, s, time.Minute, content); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	seq := 0
+	payload := json.RawMessage(`{"tool":"noop","result_bytes":2,"is_error":false}`)
+	var plain, minted, started, startedMinted, step time.Duration
+	for range b.N {
+		plain += claim(b, false)
+		minted += claim(b, true)
+		started += start(b, false)
+		startedMinted += start(b, true)
+		seq++
+		t0 := time.Now()
+		if _, err := st.Commit(ctx, runtime.Commit{RunID: r.ID, ClaimedBy: "bench", Lease: time.Minute,
+			Event: runtime.Event{Seq: seq, Kind: runtime.KindTool, Payload: payload}}); err != nil {
+			b.Fatal(err)
+		}
+		step += time.Since(t0)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(plain.Microseconds())/n, "claim-µs")
+	b.ReportMetric(float64(minted.Microseconds())/n, "claim+mint-µs")
+	b.ReportMetric(float64(started.Microseconds())/n, "start-µs")
+	b.ReportMetric(float64(startedMinted.Microseconds())/n, "start+mint-µs")
+	b.ReportMetric(float64(step.Microseconds())/n, "step-µs")
+	b.ReportMetric(float64(minted-plain)/float64(step), "claim-mint/step")
+	b.ReportMetric(float64(startedMinted-started)/float64(step), "start-mint/step")
 }
 
 // BenchmarkResume measures the read every continuation starts with (the

@@ -53,10 +53,11 @@ func (s *Store) claimOne(ctx context.Context, c runtime.Claim) error {
 	// the statements after it chain on in turn.
 	sc.change("ROW_COUNT() = 1", claimChange(c))
 	// Chained on the decision's INSERT, which wrote its row only if the
-	// UPDATE won. An expiry's claim also writes its notifications, which
-	// then need the count kept: one statement more, on those claims only.
+	// UPDATE won. An expiry's claim also writes its notifications, and a
+	// forwarding run's its credential, which then need the count kept:
+	// one statement more, on those claims only.
 	won := "ROW_COUNT() = 1"
-	if len(c.Notifications) > 0 {
+	if len(c.Notifications) > 0 || c.Credential != nil {
 		sc.add("SET @claimed = ROW_COUNT()")
 		won = "@claimed = 1"
 	}
@@ -66,6 +67,7 @@ func (s *Store) claimOne(ctx context.Context, c runtime.Claim) error {
 	}
 	sc.guardedRows("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", won, standing)
 	addDeliveries(&sc, won, c.Notifications)
+	addMint(&sc, won, c.RunID, c.ClaimedBy, c.Credential)
 	sc.add("COMMIT")
 	// A claim that lost a lock race is tried again: it wins, or its guard
 	// sees what the winner did and says the claim is lost, which the

@@ -187,7 +187,7 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 	var sc script
 	update := sc.add(claimUpdate(claims, winners))
 	sc.args = claimUpdateArgs(claims, winners)
-	var decisions, standing [][]any
+	var decisions, standing, credentials [][]any
 	var changes []runChange
 	marks := make([]claimMark, len(winners))
 	for k, i := range winners {
@@ -199,6 +199,9 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 		for _, tool := range c.Standing {
 			standing = append(standing, []any{c.RunID, tool, d.DecidedBy})
 		}
+		if m := c.Credential; m != nil {
+			credentials = append(credentials, runTokenRow(c.RunID, m.OwnerID, c.ClaimedBy, m.Token, m.TTL))
+		}
 	}
 	// The runs are locked and were seen waiting on these turns: each
 	// decision goes in beside its run's UPDATE, which the commit below
@@ -207,10 +210,18 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 	if len(standing) > 0 {
 		sc.add(valuesInsert("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", standing))
 	}
+	if len(credentials) > 0 {
+		one := "(?, ?, ?, ?, ?, NOW(6) + INTERVAL ? SECOND)"
+		sc.add("INSERT INTO run_tokens (" + runTokenColumns + ") VALUES " +
+			strings.TrimSuffix(strings.Repeat(one+", ", len(credentials)), ", ") + runTokenReplaces)
+	}
 	for _, row := range decisions {
 		sc.args = append(sc.args, row...)
 	}
 	for _, row := range standing {
+		sc.args = append(sc.args, row...)
+	}
+	for _, row := range credentials {
 		sc.args = append(sc.args, row...)
 	}
 	// The commit below waits on the UPDATE's and the decisions' counts.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 	"github.com/turnstile-dev/turnstile/store/testrig"
@@ -75,4 +76,48 @@ func TestClaimMany(t *testing.T) {
 			t.Errorf("the run with a decision already is %s, want it still waiting", r.Status)
 		}
 	})
+}
+
+// A claim that carries a credential mints it in its own commit, alone or
+// in a bulk's chunk, under the claim's holder, and only if it wins: the
+// credential introspects as the run's owner while the claim holds the
+// run, and a lost claim (a stale digest) writes none.
+func TestClaimsMintTheirCredential(t *testing.T) {
+	w := testrig.New(t, testrig.Configs(bulkYAML))
+	ctx := context.Background()
+	approver := w.Actor("approver")
+	claim := func(out runtime.Outcome, digest string) runtime.Claim {
+		return runtime.Claim{RunID: out.RunID, From: runtime.StatusWaitingForApproval, Digest: digest, To: runtime.StatusRunning,
+			ClaimedBy: "holder-" + strings.Repeat("x", 4), Lease: time.Minute,
+			Decision: runtime.DecisionRecord{Kind: runtime.DecisionApprove, Scope: runtime.ScopeOnce, Tools: "refund_order",
+				DecidedBy: approver.ID, Path: runtime.PathRequest},
+			Credential: &runtime.CredentialMint{Token: runtime.NewRunToken(), OwnerID: w.Run(t, out.RunID).OwnerID, TTL: time.Hour}}
+	}
+	var runs []runtime.Outcome
+	for range 4 {
+		out, _ := w.Waiting(t, "refund")
+		runs = append(runs, out)
+	}
+	one, stale := claim(runs[0], runs[0].Digest), claim(runs[1], strings.Repeat("0", 64))
+	bulk := []runtime.Claim{claim(runs[2], runs[2].Digest), claim(runs[3], runs[3].Digest)}
+	if err := w.Store.Claim(ctx, one); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Store.Claim(ctx, stale); !errors.Is(err, runtime.ErrClaimLost) {
+		t.Fatalf("a stale claim = %v, want lost", err)
+	}
+	for i, err := range w.Store.ClaimMany(ctx, bulk) {
+		if err != nil {
+			t.Fatalf("bulk claim %d: %v", i, err)
+		}
+	}
+	for _, c := range append([]runtime.Claim{one}, bulk...) {
+		id, err := w.Store.IntrospectRunToken(ctx, c.Credential.Token)
+		if err != nil || id.RunID != c.RunID || id.User.ID != c.Credential.OwnerID {
+			t.Errorf("run %d's credential introspects as %+v, %v; want its run and owner", c.RunID, id, err)
+		}
+	}
+	if n := w.Count(t, `SELECT COUNT(*) FROM run_tokens WHERE run_id = ?`, stale.RunID); n != 0 {
+		t.Errorf("the lost claim wrote %d credentials, want none", n)
+	}
 }

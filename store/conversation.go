@@ -31,6 +31,7 @@ func (s *Store) StartTurn(ctx context.Context, t runtime.NextTurn) error {
 		t.RunID, e.Seq, t.From+1, e.Kind, e.Round, e.DurationMS, nonNil(e.Payload))
 	addMessages(&sc, runtime.Commit{RunID: t.RunID, Messages: t.Messages, FirstMessage: t.FirstMessage, Turn: t.From + 1})
 	sc.change("", runChange{runID: t.RunID, change: runtime.ChangeStarted, status: t.Status})
+	addMint(&sc, "", t.RunID, t.ClaimedBy, t.Credential)
 	sc.add("COMMIT")
 	res, err := sc.runContended(ctx, s.db)
 	if isNullRefused(err) || isDuplicate(err) || (err == nil && res.affected(update) != 1) {

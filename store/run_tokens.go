@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -19,9 +18,6 @@ import (
 
 var _ runtime.CredentialStore = (*Store)(nil)
 
-// runTokenPrefix starts every run credential: "tsr_" and 64 hex digits.
-const runTokenPrefix = "tsr_"
-
 // hashRunToken is the stored form of a run credential. Whatever the
 // string, well-formed or not, it is hashed and looked up alike: a
 // malformed one then costs what an unknown one costs, and its answer
@@ -35,24 +31,52 @@ func hashRunToken(plain string) string {
 // MintRunToken makes a new credential for a run and its owner, valid for
 // ttl while the run runs under the claim claimedBy, and returns it: the
 // only time it is seen. It replaces the run's last credential, which is
-// inactive from then on (one row per run). One statement, the only one a
-// credential costs: pausing or settling the run revokes it. Errors are
-// the database's.
+// inactive from then on (one row per run). Pausing or settling the run
+// revokes it. The commits that start a continuation in a request mint
+// its credential themselves (the claim of a decision, a start, a
+// follow-up: runtime.CredentialMint): this is for a worker's continuation
+// and a renewal after a 401.
+// Errors are the database's.
 func (s *Store) MintRunToken(ctx context.Context, runID, ownerID int64, claimedBy string, ttl time.Duration) (string, error) {
-	b := make([]byte, 32)
-	rand.Read(b)
-	plain := runTokenPrefix + hex.EncodeToString(b)
-	_, err := s.db.ExecContext(ctx, `
-		INSERT INTO run_tokens (run_id, owner_id, claimed_by, token_hash, ttl_seconds, expires_at)
-		VALUES (?, ?, ?, ?, ?, NOW(6) + INTERVAL ? SECOND)
-		ON DUPLICATE KEY UPDATE owner_id = VALUES(owner_id), claimed_by = VALUES(claimed_by),
-			token_hash = VALUES(token_hash), ttl_seconds = VALUES(ttl_seconds), expires_at = VALUES(expires_at),
-			created_at = NOW(6)`,
-		runID, ownerID, claimedBy, hashRunToken(plain), int64(ttl/time.Second), int64(ttl/time.Second))
+	m := &runtime.CredentialMint{Token: runtime.NewRunToken(), OwnerID: ownerID, TTL: ttl}
+	var sc script
+	addMint(&sc, "", runID, claimedBy, m)
+	_, err := s.db.ExecContext(ctx, sc.q.String(), sc.args...)
 	if err != nil {
 		return "", fmt.Errorf("store: mint run token of run %d: %w", runID, err)
 	}
-	return plain, nil
+	return m.Token, nil
+}
+
+// What a credential's row is written with, by MintRunToken and by the
+// claims that mint one: a new credential replaces the run's last.
+const (
+	runTokenColumns  = "run_id, owner_id, claimed_by, token_hash, ttl_seconds, expires_at"
+	runTokenReplaces = ` ON DUPLICATE KEY UPDATE owner_id = VALUES(owner_id), claimed_by = VALUES(claimed_by),
+			token_hash = VALUES(token_hash), ttl_seconds = VALUES(ttl_seconds), expires_at = VALUES(expires_at),
+			created_at = NOW(6)`
+)
+
+// runTokenRow is the arguments of one row of runTokenColumns, the expiry
+// as seconds from now.
+func runTokenRow(runID, ownerID int64, claimedBy, plain string, ttl time.Duration) []any {
+	secs := int64(ttl / time.Second)
+	return []any{runID, ownerID, claimedBy, hashRunToken(plain), secs, secs}
+}
+
+// addMint adds to a script the credential m of a run held by claimedBy,
+// written only while guard holds (the claim won), or always when guard
+// is "" (a script that stops at its guard's failure before it gets here).
+func addMint(sc *script, guard string, runID int64, claimedBy string, m *runtime.CredentialMint) {
+	if m == nil {
+		return
+	}
+	q := `INSERT INTO run_tokens (` + runTokenColumns + `) VALUES (?, ?, ?, ?, ?, NOW(6) + INTERVAL ? SECOND)`
+	if guard != "" {
+		q = `INSERT INTO run_tokens (` + runTokenColumns + `)
+			SELECT ?, ?, ?, ?, ?, NOW(6) + INTERVAL ? SECOND FROM DUAL WHERE ` + guard
+	}
+	sc.add(q+runTokenReplaces, runTokenRow(runID, m.OwnerID, claimedBy, m.Token, m.TTL)...)
 }
 
 // SlideRunTokens moves the expiry of the credentials of runs to their

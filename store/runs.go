@@ -123,6 +123,13 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, lease time.Durati
 	if err := insertChanges(ctx, tx, runChange{runID: id, change: runtime.ChangeStarted, status: r.Status}); err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}
+	if c.Credential != nil && r.ClaimedBy != "" {
+		var sc script
+		addMint(&sc, "", id, r.ClaimedBy, c.Credential)
+		if _, err := tx.ExecContext(ctx, sc.q.String(), sc.args...); err != nil {
+			return fmt.Errorf("store: create run: credential: %w", err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: create run: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -307,6 +308,73 @@ func TestEditOfAForwardingServersCall(t *testing.T) {
 		t.Errorf("tool results = %+v, want the charge of the edited 900 cents", res)
 	}
 	for _, h := range f.shop.headers() {
+		if !runCredential.MatchString(h) {
+			t.Errorf("the forwarding server was sent Authorization %q", h)
+		}
+	}
+}
+
+// countingMints counts the credentials minted by a statement of their own.
+type countingMints struct {
+	runtime.CredentialStore
+	n atomic.Int32
+}
+
+func (c *countingMints) MintRunToken(ctx context.Context, runID, ownerID int64, claimedBy string, ttl time.Duration) (string, error) {
+	c.n.Add(1)
+	return c.CredentialStore.MintRunToken(ctx, runID, ownerID, claimedBy, ttl)
+}
+
+// TestTheCommitThatStartsAContinuationMintsItsCredential: the commit
+// that starts a continuation in a request mints its credential — a
+// start's, a decision's claim (the row is there, under the claim's
+// holder, before the continuation runs), a follow-up's turn —, and each
+// continuation calls the forwarding server with it, minting none of its
+// own.
+func TestTheCommitThatStartsAContinuationMintsItsCredential(t *testing.T) {
+	f := newFixture(t, forwardEditYAML)
+	mints := &countingMints{CredentialStore: f.Store}
+	e := f.NewEngine(runtime.Options{Source: f.src, Credentials: mints})
+	ctx := context.Background()
+	owner := f.Actor("owner")
+	heldBy := func(runID int64) string {
+		t.Helper()
+		var holder string
+		if err := f.DB.Get(&holder, `SELECT claimed_by FROM run_tokens WHERE run_id = ?`, runID); err != nil {
+			t.Fatalf("no credential of run %d: %v", runID, err)
+		}
+		return holder
+	}
+
+	c, err := e.Start(ctx, runtime.StartRequest{Configuration: "forward-edit", Prompt: "charge it", Owner: owner,
+		Origin: runtime.OriginInteractive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused := c.Run(ctx, nil)
+	waitingOn(t, paused, "srv__charge")
+	c, err = e.Decide(ctx, runtime.DecideRequest{RunID: paused.RunID, Digest: paused.Digest,
+		Decision: runtime.DecisionApprove, Actor: f.Actor("approver")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run := f.Run(t, paused.RunID); heldBy(paused.RunID) != run.ClaimedBy || run.ClaimedBy == "" {
+		t.Errorf("after the claim the credential acts under %q, want the claim's %q", heldBy(paused.RunID), run.ClaimedBy)
+	}
+	completed(t, c.Run(ctx, nil))
+	c, err = e.SendMessage(ctx, runtime.MessageRequest{RunID: paused.RunID, Content: "once more", Actor: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitingOn(t, c.Run(ctx, nil), "srv__charge")
+	if n := mints.n.Load(); n != 0 {
+		t.Errorf("the continuations minted %d credentials with statements of their own, want none", n)
+	}
+	headers := f.shop.headers()
+	if len(headers) < 3 {
+		t.Fatalf("the forwarding server was called %d times, want at least one a continuation", len(headers))
+	}
+	for _, h := range headers {
 		if !runCredential.MatchString(h) {
 			t.Errorf("the forwarding server was sent Authorization %q", h)
 		}
