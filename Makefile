@@ -8,7 +8,7 @@
 # stderr and the `&&` ends the recipe, and make with it. `set -x` then shows
 # the command as it runs, DSN included.
 
-.PHONY: run demo-reset test bench fuzz generate lint build screenshots
+.PHONY: run demo-reset test bench fuzz generate lint build screenshots a11y
 .DEFAULT_GOAL := build
 
 # ARGS go to serve: make run ARGS='--addr 127.0.0.1:9090' (or set
