@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -26,8 +27,27 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 	return s.claims.claim(s, c)
 }
 
-// claimOne is a claim on its own.
+// claimOne is a claim on its own. A claim whose commit the cluster did
+// not keep while no other claim decided the turn (errClaimVoid) is made
+// again: its guard decides afresh, and the decider is not refused a turn
+// that still waits (up to contendedTries in all).
 func (s *Store) claimOne(ctx context.Context, c runtime.Claim) error {
+	err := s.claimOnce(ctx, c)
+	for try := 1; errors.Is(err, errClaimVoid) && try < contendedTries; try++ {
+		err = s.claimOnce(ctx, c)
+	}
+	if errors.Is(err, errClaimVoid) {
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
+	}
+	return err
+}
+
+// errClaimVoid: a claim's COMMIT was answered OK, but the cluster holds
+// no decision of its turn at all — neither the claim's nor another's.
+var errClaimVoid = errors.New("store: the cluster did not keep a committed claim")
+
+// claimOnce is one try of claimOne.
+func (s *Store) claimOnce(ctx context.Context, c runtime.Claim) error {
 	// One transaction in one round trip, like a step's Commit: the claim
 	// is on the path of every decision, before its first line. The row is
 	// locked through its primary key before the guarded UPDATE: many
@@ -85,12 +105,15 @@ func (s *Store) claimOne(ctx context.Context, c runtime.Claim) error {
 	if res.affected(update) != 1 {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
 	}
-	kept, err := s.claimsKept(ctx, []claimMark{{c.RunID, c.Digest, nonce}})
+	fates, err := s.claimsKept(ctx, []claimMark{{c.RunID, c.Digest, nonce}})
 	if err != nil {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, err)
 	}
-	if !kept[c.RunID] {
+	switch fates[c.RunID] {
+	case claimTaken:
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, runtime.ErrClaimLost)
+	case claimVoid:
+		return fmt.Errorf("store: claim run %d: %w", c.RunID, errClaimVoid)
 	}
 	return nil
 }
@@ -109,21 +132,28 @@ type claimMark struct {
 	nonce  int64
 }
 
-// claimsKept says which of the claims that committed the cluster kept. A
+// claimFate is what became of a claim whose COMMIT was answered OK.
+type claimFate int
+
+const (
+	claimKept  claimFate = iota // the cluster holds its decision
+	claimTaken                  // the turn's decision is another claim's
+	claimVoid                   // the cluster holds no decision of the turn
+)
+
+// claimsKept says what the cluster kept of the claims that committed. A
 // single server keeps every commit it acknowledged, and nothing is read.
 // On a Galera cluster each claim's decision is read back through the
-// reads that wait for every commit of the cluster, and a claim whose
-// decision is not its own did not win: the suite once saw two nodes each
-// answer a racer's claim of one turn as committed while the cluster holds
-// one decision, and continuing both would run the turn's tools under a
-// lease the database does not grant.
-func (s *Store) claimsKept(ctx context.Context, marks []claimMark) (map[int64]bool, error) {
-	kept := make(map[int64]bool, len(marks))
+// reads that wait for every commit of the cluster: a claim whose decision
+// is another's did not win, and one whose turn has no decision at all was
+// not kept (its caller makes it again). The suite saw both under a storm
+// of racers on two nodes — COMMIT answered OK, once for a whole bulk
+// chunk, and the cluster without that commit; continuing such a claim
+// would run the turn's tools under a lease the database does not grant.
+func (s *Store) claimsKept(ctx context.Context, marks []claimMark) (map[int64]claimFate, error) {
+	fates := make(map[int64]claimFate, len(marks))
 	if s.synced == nil {
-		for _, m := range marks {
-			kept[m.runID] = true
-		}
-		return kept, nil
+		return fates, nil // every claim kept
 	}
 	ids := make([]any, len(marks))
 	for i, m := range marks {
@@ -142,25 +172,25 @@ func (s *Store) claimsKept(ctx context.Context, marks []claimMark) (map[int64]bo
 	mine := make(map[int64]claimMark, len(marks))
 	for _, m := range marks {
 		mine[m.runID] = m
+		fates[m.runID] = claimVoid
 	}
-	other := map[int64]bool{} // the turn's decision is another claim's
 	for _, r := range rows {
 		m := mine[r.RunID]
 		if r.Digest != m.digest {
 			continue
 		}
 		if r.Claim.Valid && r.Claim.Int64 == m.nonce {
-			kept[r.RunID] = true
+			fates[r.RunID] = claimKept
 		} else {
-			other[r.RunID] = true
+			fates[r.RunID] = claimTaken
 		}
 	}
 	for _, m := range marks {
-		if !kept[m.runID] {
-			slog.Warn("a committed claim was not kept by the cluster", "run_id", m.runID, "another_claim_won", other[m.runID])
+		if f := fates[m.runID]; f != claimKept {
+			slog.Warn("a committed claim was not kept by the cluster", "run_id", m.runID, "another_claim_won", f == claimTaken)
 		}
 	}
-	return kept, nil
+	return fates, nil
 }
 
 // claimQueue makes the claims that arrive while others are being made in

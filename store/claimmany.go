@@ -112,7 +112,7 @@ func (s *Store) ClaimMany(ctx context.Context, claims []runtime.Claim) []error {
 		lanes <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-lanes }()
-			won, err := s.claimChunk(ctx, claims, chunk)
+			won, again, err := s.claimChunk(ctx, claims, chunk)
 			if err != nil {
 				// Nothing of the chunk was written: each claim on its own
 				// says how it ends.
@@ -126,6 +126,11 @@ func (s *Store) ClaimMany(ctx context.Context, claims []runtime.Claim) []error {
 					errs[i] = fmt.Errorf("store: claim run %d: %w", claims[i].RunID, runtime.ErrClaimLost)
 				}
 			}
+			// The cluster kept none of these and nobody else decided
+			// their turns: each is made again on its own.
+			for _, i := range again {
+				errs[i] = s.claimOne(ctx, claims[i])
+			}
 		})
 	}
 	wg.Wait()
@@ -137,11 +142,13 @@ func (s *Store) ClaimMany(ctx context.Context, claims []runtime.Claim) []error {
 var errChunkMoved = errors.New("store: a bulk claim changed other rows than it locked")
 
 // claimChunk claims the claims at the indexes of chunk (in run id order)
-// in one transaction and returns which won.
-func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []int) (map[int]bool, error) {
+// in one transaction and returns which won, and which to make again on
+// their own: those the cluster did not keep, where no other claim decided
+// their turn (see claimsKept).
+func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []int) (won map[int]bool, again []int, err error) {
 	conn, err := s.db.Connx(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer conn.Close()
 	rollback := func() {
@@ -150,7 +157,7 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 		}
 	}
 	if _, err := conn.ExecContext(ctx, "START TRANSACTION"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ids := make([]any, len(chunk))
 	for k, i := range chunk {
@@ -165,13 +172,13 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 		FROM runs WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id FOR UPDATE`, ids...)
 	if err != nil {
 		rollback()
-		return nil, err
+		return nil, nil, err
 	}
 	now := make(map[int64]int, len(rows))
 	for k, r := range rows {
 		now[r.ID] = k
 	}
-	won := map[int]bool{}
+	won = map[int]bool{}
 	var winners []int
 	for _, i := range chunk {
 		c := claims[i]
@@ -182,7 +189,7 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 	}
 	if len(winners) == 0 {
 		rollback()
-		return won, nil
+		return won, nil, nil
 	}
 	var sc script
 	update := sc.add(claimUpdate(claims, winners))
@@ -232,20 +239,26 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 	}
 	if err != nil {
 		rollback()
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		rollback()
-		return nil, err
+		return nil, nil, err
 	}
-	kept, err := s.claimsKept(ctx, marks)
+	fates, err := s.claimsKept(ctx, marks)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, i := range winners {
-		won[i] = kept[claims[i].RunID]
+		switch fates[claims[i].RunID] {
+		case claimTaken:
+			won[i] = false
+		case claimVoid:
+			won[i] = false
+			again = append(again, i)
+		}
 	}
-	return won, nil
+	return won, again, nil
 }
 
 // claimUpdate is one UPDATE of the runs that won their claims: each row
