@@ -218,9 +218,8 @@ func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []
 		sc.add(valuesInsert("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", standing))
 	}
 	if len(credentials) > 0 {
-		one := "(?, ?, ?, ?, ?, NOW(6) + INTERVAL ? SECOND)"
 		sc.add("INSERT INTO run_tokens (" + runTokenColumns + ") VALUES " +
-			strings.TrimSuffix(strings.Repeat(one+", ", len(credentials)), ", ") + runTokenReplaces)
+			strings.TrimSuffix(strings.Repeat("("+runTokenValue+"), ", len(credentials)), ", ") + runTokenReplaces)
 	}
 	for _, row := range decisions {
 		sc.args = append(sc.args, row...)

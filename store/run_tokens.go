@@ -39,10 +39,8 @@ func hashRunToken(plain string) string {
 // Errors are the database's.
 func (s *Store) MintRunToken(ctx context.Context, runID, ownerID int64, claimedBy string, ttl time.Duration) (string, error) {
 	m := &runtime.CredentialMint{Token: runtime.NewRunToken(), OwnerID: ownerID, TTL: ttl}
-	var sc script
-	addMint(&sc, "", runID, claimedBy, m)
-	_, err := s.db.ExecContext(ctx, sc.q.String(), sc.args...)
-	if err != nil {
+	q, args := mintStatement("", runID, claimedBy, m)
+	if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
 		return "", fmt.Errorf("store: mint run token of run %d: %w", runID, err)
 	}
 	return m.Token, nil
@@ -51,7 +49,10 @@ func (s *Store) MintRunToken(ctx context.Context, runID, ownerID int64, claimedB
 // What a credential's row is written with, by MintRunToken and by the
 // claims that mint one: a new credential replaces the run's last.
 const (
-	runTokenColumns  = "run_id, owner_id, claimed_by, token_hash, ttl_seconds, expires_at"
+	runTokenColumns = "run_id, owner_id, claimed_by, token_hash, ttl_seconds, expires_at"
+	// runTokenValue is one row of runTokenColumns, for runTokenRow's
+	// arguments.
+	runTokenValue    = "?, ?, ?, ?, ?, NOW(6) + INTERVAL ? SECOND"
 	runTokenReplaces = ` ON DUPLICATE KEY UPDATE owner_id = VALUES(owner_id), claimed_by = VALUES(claimed_by),
 			token_hash = VALUES(token_hash), ttl_seconds = VALUES(ttl_seconds), expires_at = VALUES(expires_at),
 			created_at = NOW(6)`
@@ -64,19 +65,25 @@ func runTokenRow(runID, ownerID int64, claimedBy, plain string, ttl time.Duratio
 	return []any{runID, ownerID, claimedBy, hashRunToken(plain), secs, secs}
 }
 
-// addMint adds to a script the credential m of a run held by claimedBy,
-// written only while guard holds (the claim won), or always when guard
-// is "" (a script that stops at its guard's failure before it gets here).
+// addMint adds to a script the credential m of a run held by claimedBy
+// (nothing when m is nil); see mintStatement.
 func addMint(sc *script, guard string, runID int64, claimedBy string, m *runtime.CredentialMint) {
-	if m == nil {
-		return
+	if m != nil {
+		q, args := mintStatement(guard, runID, claimedBy, m)
+		sc.add(q, args...)
 	}
-	q := `INSERT INTO run_tokens (` + runTokenColumns + `) VALUES (?, ?, ?, ?, ?, NOW(6) + INTERVAL ? SECOND)`
+}
+
+// mintStatement writes the credential m of a run held by claimedBy, only
+// while guard holds (the claim won), or always when guard is "" (a
+// script that stops at its guard's failure before it gets here, or a
+// statement of its own).
+func mintStatement(guard string, runID int64, claimedBy string, m *runtime.CredentialMint) (string, []any) {
+	q := `INSERT INTO run_tokens (` + runTokenColumns + `) VALUES (` + runTokenValue + `)`
 	if guard != "" {
-		q = `INSERT INTO run_tokens (` + runTokenColumns + `)
-			SELECT ?, ?, ?, ?, ?, NOW(6) + INTERVAL ? SECOND FROM DUAL WHERE ` + guard
+		q = `INSERT INTO run_tokens (` + runTokenColumns + `) SELECT ` + runTokenValue + ` FROM DUAL WHERE ` + guard
 	}
-	sc.add(q+runTokenReplaces, runTokenRow(runID, m.OwnerID, claimedBy, m.Token, m.TTL)...)
+	return q + runTokenReplaces, runTokenRow(runID, m.OwnerID, claimedBy, m.Token, m.TTL)
 }
 
 // SlideRunTokens moves the expiry of the credentials of runs to their

@@ -124,9 +124,8 @@ func (s *Store) CreateRun(ctx context.Context, r *runtime.Run, lease time.Durati
 		return fmt.Errorf("store: create run: %w", err)
 	}
 	if c.Credential != nil && r.ClaimedBy != "" {
-		var sc script
-		addMint(&sc, "", id, r.ClaimedBy, c.Credential)
-		if _, err := tx.ExecContext(ctx, sc.q.String(), sc.args...); err != nil {
+		q, args := mintStatement("", id, r.ClaimedBy, c.Credential)
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("store: create run: credential: %w", err)
 		}
 	}

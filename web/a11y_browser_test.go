@@ -258,14 +258,17 @@ func TestKeyboardDecision(t *testing.T) {
 	}
 }
 
-// tabTo presses Tab (shift+Tab when back) until the focused element
-// matches target, and checks that it shows its focus ring.
-func (b *tab) tabTo(target string, back ...bool) {
+// tabTo presses Tab until the focused element matches target, and
+// checks that it shows its focus ring; tabBackTo, shift+Tab.
+func (b *tab) tabTo(target string) { b.t.Helper(); b.tabUntil(target) }
+
+func (b *tab) tabBackTo(target string) {
 	b.t.Helper()
-	var opts []chromedp.KeyOption
-	if len(back) > 0 && back[0] {
-		opts = append(opts, chromedp.KeyModifiers(chromedp.ModifierShift))
-	}
+	b.tabUntil(target, chromedp.KeyModifiers(chromedp.ModifierShift))
+}
+
+func (b *tab) tabUntil(target string, opts ...chromedp.KeyOption) {
+	b.t.Helper()
 	for range 80 {
 		b.do("press Tab", stepTimeout, chromedp.KeyEvent("\t", opts...))
 		if get(b, "match the focus", chromedp.Evaluate[bool](`document.activeElement.matches(`+jsString(target)+`)`)) {
@@ -296,7 +299,7 @@ func TestKeyboardBulkAndEdit(t *testing.T) {
 		b.tabTo(bulkBox(out.RunID))
 		b.do("tick it with Space", stepTimeout, chromedp.KeyEvent(" "))
 	}
-	b.tabTo(`[data-testid="bulk-approve"]`, true)
+	b.tabBackTo(`[data-testid="bulk-approve"]`)
 	b.do("approve the selected with Enter", stepTimeout, chromedp.KeyEvent("\r"))
 	b.landOnInbox(runSelector(x.RunID), settleTimeout)
 	for _, out := range []runtime.Outcome{x, y} {
