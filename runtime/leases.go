@@ -123,8 +123,6 @@ func (k *leaseKeeper) cancels() {
 		k.log.Warn("looking for cancel requests failed", "err", err)
 		return
 	}
-	// The flagged are few: looked up one by one, not against a copy of
-	// the held, which may be thousands.
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, l := range flagged {
