@@ -153,11 +153,14 @@ func (e *Engine) openDecision(d *DecisionRecord) error {
 	if d.Arguments, err = e.openJSON(d.Arguments, DecisionPlace("arguments", d.RunID, d.TurnDigest)); err != nil {
 		return err
 	}
+	if d.Calls, err = e.openJSON(d.Calls, DecisionPlace("calls", d.RunID, d.TurnDigest)); err != nil {
+		return err
+	}
 	return nil
 }
 
-// sealDecision returns the decision as it is stored: its reason, input
-// and edited arguments sealed.
+// sealDecision returns the decision as it is stored: its reason, input,
+// edited arguments and per-call choices sealed.
 func (e *Engine) sealDecision(d DecisionRecord) (DecisionRecord, error) {
 	var err error
 	if d.Reason, err = e.sealText(d.Reason, DecisionPlace("reason", d.RunID, d.TurnDigest)); err != nil {
@@ -167,6 +170,10 @@ func (e *Engine) sealDecision(d DecisionRecord) (DecisionRecord, error) {
 		return d, err
 	}
 	if d.Arguments, err = e.sealJSON(d.Arguments, DecisionPlace("arguments", d.RunID, d.TurnDigest)); err != nil {
+		return d, err
+	}
+	// The per-call reasons are content like reason.
+	if d.Calls, err = e.sealJSON(d.Calls, DecisionPlace("calls", d.RunID, d.TurnDigest)); err != nil {
 		return d, err
 	}
 	return d, nil

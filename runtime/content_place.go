@@ -56,7 +56,7 @@ func EventPlace(runID int64, seq int) Place {
 }
 
 // DecisionPlace is a column of the decision about a run's turn: reason,
-// input or arguments.
+// input, arguments or calls.
 func DecisionPlace(column string, runID int64, digest string) Place {
 	return Place{Table: "decisions", Column: column, RunID: runID, Row: digest}
 }

@@ -278,8 +278,12 @@ func (c *Continuation) apply(ctx context.Context) error {
 	default:
 		a := ApprovalPayload{By: d.DeciderName, Decision: d.Kind, Calls: len(pending.Calls), Expired: expired,
 			Scope: d.Scope, Reason: d.Reason}
-		approved := d.Kind == DecisionApprove
-		if approved {
+		choices, err := d.CallVerdicts()
+		if err != nil {
+			return err
+		}
+		approves := func(id string) bool { ok, _ := verdictOf(d, choices, id); return ok }
+		if d.Kind == DecisionApprove || d.Kind == DecisionMixed {
 			edits, err := c.edit(d, pending, &a)
 			if err != nil {
 				return err
@@ -288,17 +292,22 @@ func (c *Continuation) apply(ctx context.Context) error {
 				// The names the claim stored, named the same way from
 				// the decision as stored, so that this holder's set and
 				// the store's never differ (a worker's included).
-				for _, n := range standingNames(pending, edits, c.tool) {
+				for _, n := range standingNames(approvedTurn(pending, approves), edits, c.tool) {
 					c.standing[n] = true
 				}
 			}
 		}
 		for _, call := range pending.Calls {
-			c.state.Verdicts[call.ID] = Verdict{Approved: approved, By: d.DeciderName, Reason: d.Reason}
+			approved, reason := verdictOf(d, choices, call.ID)
+			c.state.Verdicts[call.ID] = Verdict{Approved: approved, By: d.DeciderName, Reason: reason}
+			if choices != nil {
+				a.PerCall = append(a.PerCall, CallVerdictPayload{CallID: call.ID, Tool: call.Name,
+					Decision: verdictKind(approved), Reason: choices[call.ID].Reason})
+			}
 			if !approved {
 				msg := DeniedPrefix + d.DeciderName
-				if d.Reason != "" {
-					msg += ": " + d.Reason
+				if reason != "" {
+					msg += ": " + reason
 				}
 				if d.Path == PathExpiry {
 					// Nobody decided: the pause expired, and the reason

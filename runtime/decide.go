@@ -34,6 +34,10 @@ type DecideRequest struct {
 	// read against the pending turn in place of Arguments, at the step
 	// that checks the edits; its other fields are ignored.
 	Form map[string][]string
+	// Calls decide the turn call by call, by call id, naming every pending
+	// call (see decide_calls.go). Decision may then be left out; given, it
+	// must be what the calls make.
+	Calls map[string]CallDecision
 }
 
 // Decide runs the decision pipeline for an approval or a denial: the checks
@@ -52,6 +56,9 @@ func (e *Engine) Decide(ctx context.Context, req DecideRequest) (*Continuation, 
 	if err := p.check(ctx); err != nil {
 		return nil, err
 	}
+	if err := p.checkCalls(req.Calls); err != nil {
+		return nil, err
+	}
 	if err := p.checkApproval(); err != nil {
 		return nil, err
 	}
@@ -61,10 +68,19 @@ func (e *Engine) Decide(ctx context.Context, req DecideRequest) (*Continuation, 
 		if hasEdits(req.Form) {
 			edits, formErrors = p.e.readEditForm(p.state.Pending, req.Form)
 		}
+		if req.Calls != nil {
+			edits = callEdits(req.Calls)
+		}
 		var err error
 		if d.Arguments, err = p.checkEdits(ctx, edits, formErrors); err != nil {
+			if req.Calls != nil {
+				err = p.callEditFields(err)
+			}
 			return nil, err
 		}
+	}
+	if err := p.recordCalls(&d); err != nil {
+		return nil, err
 	}
 	standing, err := p.standing(d)
 	if err != nil {
@@ -76,7 +92,15 @@ func (e *Engine) Decide(ctx context.Context, req DecideRequest) (*Continuation, 
 // validDecision refuses a decision that is malformed whatever the run
 // (its kind, scope or reason), and fills in the default scope.
 func validDecision(req *DecideRequest) error {
-	if req.Decision != DecisionApprove && req.Decision != DecisionDeny {
+	switch {
+	case req.Calls != nil && req.Decision != "" && req.Decision != DecisionApprove && req.Decision != DecisionDeny &&
+		req.Decision != DecisionMixed:
+		return refuse(CodeInvalidRequest, "decision must be approve or deny, or left out with calls")
+	case req.Calls != nil:
+		if err := validCalls(req); err != nil {
+			return err
+		}
+	case req.Decision != DecisionApprove && req.Decision != DecisionDeny:
 		return refuse(CodeInvalidRequest, "decision must be approve or deny")
 	}
 	if req.Scope == "" {
@@ -88,7 +112,7 @@ func validDecision(req *DecideRequest) error {
 	if utf8.RuneCountInString(req.Reason) > maxReasonRunes || !utf8.ValidString(req.Reason) {
 		return refuse(CodeInvalidRequest, "the reason must be valid text of at most %d characters", maxReasonRunes)
 	}
-	if req.Decision != DecisionApprove && (len(req.Arguments) > 0 || hasEdits(req.Form)) {
+	if req.Decision != DecisionApprove && req.Calls == nil && (len(req.Arguments) > 0 || hasEdits(req.Form)) {
 		return refuse(CodeInvalidRequest, "arguments come only with an approval: an edited call is approved as edited")
 	}
 	return nil
@@ -97,7 +121,10 @@ func validDecision(req *DecideRequest) error {
 // approvalPipeline is the pipeline of an approval or a denial.
 func approvalPipeline(e *Engine, req DecideRequest) pipeline {
 	return pipeline{e: e, runID: req.RunID, digest: req.Digest, actor: req.Actor, path: req.Path,
-		inbox: req.Inbox, waitFor: StatusWaitingForApproval, approve: req.Decision == DecisionApprove}
+		inbox: req.Inbox, waitFor: StatusWaitingForApproval,
+		// A turn decided call by call approves when any call is approved:
+		// four-eyes and the grants then ask about the approved calls.
+		approve: req.Decision == DecisionApprove || req.Decision == DecisionMixed}
 }
 
 // checkApproval is the check an approval adds after check: the grants.
@@ -118,6 +145,9 @@ type pipeline struct {
 	inbox   bool
 	waitFor Status
 	approve bool
+	// choices are a turn decided call by call, by call id; nil for a
+	// decision of the whole turn (see decide_calls.go).
+	choices map[string]callChoice
 
 	run   *Run
 	cfg   *Configuration
@@ -190,9 +220,13 @@ func (p *pipeline) checkRun(ctx context.Context, run *Run, cfg *Configuration, e
 	return nil
 }
 
-// checkGrants: approving a write turn takes every grant its tools name.
+// checkGrants: approving a write turn takes every grant its tools name;
+// of a turn decided call by call, the approved calls' tools.
 func (p *pipeline) checkGrants() error {
 	for _, c := range p.state.Pending.Calls {
+		if !p.approves(c.ID) {
+			continue
+		}
 		if g := p.cfg.Grant(c.Name); g != "" && !p.actor.Has(g) {
 			return refuse(CodeApproverNotPermitted, "approving %s takes the %q grant", c.Name, g)
 		}

@@ -59,7 +59,8 @@ func (p *pipeline) standing(d DecisionRecord) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return standingNames(p.state.Pending, edits, p.tool), nil
+	// Of a turn decided call by call, only the approved calls stand.
+	return standingNames(approvedTurn(p.state.Pending, p.approves), edits, p.tool), nil
 }
 
 // tool is a turn's tool as checkEdits found it.

@@ -113,7 +113,7 @@ func (SuspendPayload) Kind() EventKind { return KindSuspend }
 // denial, by a person or by the turn's expiry.
 type ApprovalPayload struct {
 	By       string `json:"by"`       // the decider's name; "" for an expiry
-	Decision string `json:"decision"` // DecisionApprove or DecisionDeny
+	Decision string `json:"decision"` // DecisionApprove, DecisionDeny or DecisionMixed
 	Calls    int    `json:"calls"`    // how many calls the turn had
 	Expired  bool   `json:"expired,omitempty"`
 	Scope    string `json:"scope"`
@@ -123,6 +123,19 @@ type ApprovalPayload struct {
 	// nothing was edited.
 	Edited    []string `json:"edited,omitempty"`
 	Arguments Content  `json:"arguments,omitempty"`
+	// PerCall is what a turn decided call by call chose for each call, in
+	// the turn's order; left out for a decision of the whole turn.
+	PerCall []CallVerdictPayload `json:"per_call,omitempty"`
+}
+
+// CallVerdictPayload is the choice about one call of a turn decided call
+// by call. Reason is the call's own, "" when it took the decision's, and
+// recorded as the decision's reason is.
+type CallVerdictPayload struct {
+	CallID   string `json:"call_id"`
+	Tool     string `json:"tool"`
+	Decision string `json:"decision"` // DecisionApprove or DecisionDeny
+	Reason   string `json:"reason,omitempty"`
 }
 
 // Kind is KindApproval.

@@ -195,17 +195,27 @@ type DecisionRecord struct {
 	// tool; empty when nothing was edited. The turn digest still names the
 	// turn as it was offered: the edit belongs to the decision.
 	Arguments json.RawMessage `db:"arguments"`
+	// Calls are the choices of a turn decided call by call: a JSON object
+	// of {"decision","reason"} by call id, naming every call of the turn
+	// (see decide_calls.go); empty for a decision of the whole turn.
+	// Kind is then DecisionMixed when the choices differ.
+	Calls json.RawMessage `db:"calls"`
 }
 
 // Decision kinds, scopes and paths.
 const (
 	DecisionApprove = "approve"
 	DecisionDeny    = "deny"
-	DecisionInput   = "input"
-	ScopeOnce       = "once"
-	ScopeSession    = "session"
-	PathRequest     = "request"
-	PathDurable     = "durable"
+	// DecisionMixed is the kind of a turn decided call by call with some
+	// calls approved and some denied. An older process, which knows no
+	// such kind, applies it as a denial of every call: it never runs a
+	// call that was denied.
+	DecisionMixed = "mixed"
+	DecisionInput = "input"
+	ScopeOnce     = "once"
+	ScopeSession  = "session"
+	PathRequest   = "request"
+	PathDurable   = "durable"
 )
 
 // Commit is one recorded step and what it changes about the run.

@@ -66,9 +66,10 @@ func (s *Store) claimOnce(ctx context.Context, c runtime.Claim) error {
 			decided_at = NOW(6), waiting_since = NULL, decision_deadline = NULL, updated_at = NOW(6)
 		WHERE id = ? AND status = ? AND turn_digest = ?`,
 		c.To, c.ClaimedBy, c.ClaimedBy, micros(c.Lease), c.RunID, c.From, c.Digest)
-	sc.add(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, arguments, decided_by, path, claim)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, 0), ?, ? FROM DUAL WHERE ROW_COUNT() = 1`,
-		c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input), nullJSON(d.Arguments), d.DecidedBy, d.Path, nonce)
+	sc.add(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, arguments, calls, decided_by, path, claim)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, 0), ?, ? FROM DUAL WHERE ROW_COUNT() = 1`,
+		c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input), nullJSON(d.Arguments), nullJSON(d.Calls),
+		d.DecidedBy, d.Path, nonce)
 	// Chained on the decision's INSERT: one row exactly when it won, which
 	// the statements after it chain on in turn.
 	sc.change("ROW_COUNT() = 1", claimChange(c))

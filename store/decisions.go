@@ -23,7 +23,7 @@ func (s *Store) Decision(ctx context.Context, runID int64, digest string) (*runt
 // decisionColumns selects a decision of the table aliased d, its decider's
 // name from u.
 const decisionColumns = `d.run_id, d.turn_digest, d.kind, d.tools, d.scope, d.reason, COALESCE(d.input, '') AS input,
-	COALESCE(d.arguments, '') AS arguments,
+	COALESCE(d.arguments, '') AS arguments, COALESCE(d.calls, '') AS calls,
 	COALESCE(d.decided_by, 0) AS decided_by, COALESCE(u.name, '') AS decider_name, d.decided_at, d.path, COALESCE(d.outcome, '') AS outcome`
 
 // LatestDecisionBy returns a user's latest decision about a run, or

@@ -34,6 +34,7 @@ var (
 		"reason = ''",
 		"input = NULL",
 		"arguments = NULL",
+		"calls = NULL",
 	}
 	// erasedEventColumns are an event's content: its kind, round,
 	// duration and time stay, the run's timeline without what was said.

@@ -36,7 +36,7 @@ var sealedTables = []sealedTable{
 		place: func(_ string, k [2]int64, run int64, _ string) runtime.Place {
 			return runtime.EventPlace(run, int(k[1]))
 		}},
-	{name: "decisions", key: []string{"id"}, run: "run_id", row: "turn_digest", columns: []string{"reason", "input", "arguments"},
+	{name: "decisions", key: []string{"id"}, run: "run_id", row: "turn_digest", columns: []string{"reason", "input", "arguments", "calls"},
 		place: func(c string, _ [2]int64, run int64, digest string) runtime.Place {
 			return runtime.DecisionPlace(c, run, digest)
 		}},

@@ -291,11 +291,34 @@ type decisionBody struct {
 	// Arguments replace, by call id, the arguments of pending calls: an
 	// approval of the calls as edited (see runtime/decide_edit.go).
 	Arguments map[string]json.RawMessage `json:"arguments"`
+	// Calls decide the turn call by call, naming every pending call (see
+	// runtime/decide_calls.go); decision may then be left out.
+	Calls map[string]callBody `json:"calls"`
 }
 
-// apiDecide approves or denies a run's pending turn, with an approval's
-// edited arguments: 422 invalid_input with a message per field
-// ("arguments.<call id>.<property>") when they do not fit the tool.
+// callBody is the decision about one call in a decisionBody's calls.
+type callBody struct {
+	Decision  string          `json:"decision"`
+	Reason    string          `json:"reason"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// decideCalls is the engine's form of a body's calls; nil without them.
+func decideCalls(calls map[string]callBody) map[string]runtime.CallDecision {
+	if calls == nil {
+		return nil
+	}
+	out := make(map[string]runtime.CallDecision, len(calls))
+	for id, c := range calls {
+		out[id] = runtime.CallDecision{Decision: c.Decision, Reason: c.Reason, Arguments: c.Arguments}
+	}
+	return out
+}
+
+// apiDecide approves or denies a run's pending turn, or decides it call by
+// call, with an approval's edited arguments: 422 invalid_input with a
+// message per field ("arguments.<call id>.<property>", or
+// "calls.<call id>…" for the calls) when they do not fit the turn.
 func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request, ps httprouter.Params, actor runtime.Actor) {
 	id, ok := s.runParam(w, r, s.at.api, ps)
 	if !ok {
@@ -307,7 +330,8 @@ func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request, ps httprouter
 		return
 	}
 	s.decide(w, r, s.at.api, id, s.approval(runtime.DecideRequest{RunID: id, Digest: body.TurnDigest,
-		Decision: body.Decision, Scope: body.Scope, Reason: body.Reason, Arguments: body.Arguments, Actor: actor}))
+		Decision: body.Decision, Scope: body.Scope, Reason: body.Reason, Arguments: body.Arguments,
+		Calls: decideCalls(body.Calls), Actor: actor}))
 }
 
 // inputBody is the body of POST /api/runs/:id/input.

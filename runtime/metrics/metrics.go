@@ -111,7 +111,7 @@ func New(log *slog.Logger) *Metrics {
 		m.commitSeconds[k] = m.commitVec.WithLabelValues(string(k))
 	}
 	for _, path := range []string{runtime.PathRequest, runtime.PathDurable} {
-		for _, kind := range []string{runtime.DecisionApprove, runtime.DecisionDeny, runtime.DecisionInput} {
+		for _, kind := range []string{runtime.DecisionApprove, runtime.DecisionDeny, runtime.DecisionMixed, runtime.DecisionInput} {
 			m.decisions.WithLabelValues(path, kind)
 		}
 	}
