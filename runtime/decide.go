@@ -38,6 +38,9 @@ type DecideRequest struct {
 	// call (see decide_calls.go). Decision may then be left out; given, it
 	// must be what the calls make.
 	Calls map[string]CallDecision
+	// Rest lets Calls leave pending calls out: they take Rest, approve or
+	// deny (the inbox card's "Approve the rest" and "Deny the rest").
+	Rest string
 }
 
 // Decide runs the decision pipeline for an approval or a denial: the checks
@@ -56,7 +59,7 @@ func (e *Engine) Decide(ctx context.Context, req DecideRequest) (*Continuation, 
 	if err := p.check(ctx); err != nil {
 		return nil, err
 	}
-	if err := p.checkCalls(req.Calls); err != nil {
+	if err := p.checkCalls(&req); err != nil {
 		return nil, err
 	}
 	if err := p.checkApproval(); err != nil {

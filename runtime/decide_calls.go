@@ -63,6 +63,9 @@ func CallField(callID, part string) string {
 // what they make (approve when every call is approved, deny when every
 // call is denied); left out, it is that kind, or DecisionMixed.
 func validCalls(req *DecideRequest) error {
+	if req.Rest != "" && req.Rest != DecisionApprove && req.Rest != DecisionDeny {
+		return refuse(CodeInvalidRequest, "the decision of the calls left open must be approve or deny")
+	}
 	if len(req.Arguments) > 0 || hasEdits(req.Form) {
 		return refuse(CodeInvalidRequest, "with calls, each approved call's edit goes in its own arguments (calls.<call id>.arguments)")
 	}
@@ -83,13 +86,15 @@ func validCalls(req *DecideRequest) error {
 			return refuse(CodeInvalidRequest, "the reason of call %q must be valid text of at most %d characters", id, maxReasonRunes)
 		}
 	}
-	kind := DecisionMixed
-	switch {
-	case denied == 0:
-		kind = DecisionApprove
-	case approved == 0:
-		kind = DecisionDeny
+	// With Rest, the calls left open may go either way: the kind is
+	// settled again once the turn is known (checkCalls).
+	switch req.Rest {
+	case DecisionApprove:
+		approved++
+	case DecisionDeny:
+		denied++
 	}
+	kind := kindOf(approved, denied)
 	if req.Decision != "" && req.Decision != kind {
 		fields := map[string]string{}
 		for id, c := range req.Calls {
@@ -106,12 +111,23 @@ func validCalls(req *DecideRequest) error {
 }
 
 // checkCalls refuses per-call choices that do not name the pending turn's
-// calls exactly: an unknown call id, or a pending call left out, each an
-// invalid_input field. It keeps the choices on the pipeline, for the
-// checks and the claim after it.
-func (p *pipeline) checkCalls(calls map[string]CallDecision) error {
+// calls exactly: an unknown call id, or a pending call left out (unless
+// Rest decides it), each an invalid_input field. It keeps the choices on
+// the pipeline, for the checks and the claim after it, and settles the
+// decision's kind from them.
+func (p *pipeline) checkCalls(req *DecideRequest) error {
+	calls := req.Calls
 	if calls == nil {
 		return nil
+	}
+	if req.Rest != "" {
+		calls = make(map[string]CallDecision, len(p.state.Pending.Calls))
+		for _, c := range p.state.Pending.Calls {
+			calls[c.ID] = CallDecision{Decision: req.Rest}
+		}
+		for id, c := range req.Calls {
+			calls[id] = c
+		}
 	}
 	fields := map[string]string{}
 	pending := map[string]bool{}
@@ -144,10 +160,28 @@ func (p *pipeline) checkCalls(calls map[string]CallDecision) error {
 			Message: fmt.Sprintf("every pending call needs its own decision: %s; its calls are %s", strings.Join(said, "; "), quoteAll(ids))}
 	}
 	p.choices = make(map[string]callChoice, len(calls))
+	approved := 0
 	for id, c := range calls {
 		p.choices[id] = callChoice{Decision: c.Decision, Reason: c.Reason}
+		if c.Decision == DecisionApprove {
+			approved++
+		}
 	}
+	req.Calls, req.Decision = calls, kindOf(approved, len(calls)-approved)
+	p.approve = req.Decision != DecisionDeny
 	return nil
+}
+
+// kindOf is the kind of a decision that approves approved calls and
+// denies denied ones.
+func kindOf(approved, denied int) string {
+	switch {
+	case denied == 0:
+		return DecisionApprove
+	case approved == 0:
+		return DecisionDeny
+	}
+	return DecisionMixed
 }
 
 // approves reports whether the decision approves the call: every call of

@@ -157,3 +157,15 @@ func StatusText(status string) string {
 func editID(runID int64, callID, part string) string {
 	return fmt.Sprintf("run-%d-edit-%s-%s", runID, callID, part)
 }
+
+// perCall reports whether a card decides its turn call by call: a turn of
+// two or more calls, for someone who may approve.
+func perCall(run InboxRun) bool {
+	return len(run.Calls) > 1 && run.Calls[0].Choice != nil
+}
+
+// choiceID is the id of a part of a call's fieldset, by the call's place
+// in the turn: a call id may hold what an id may not.
+func choiceID(runID int64, call int, part string) string {
+	return fmt.Sprintf("run-%d-call-%d-%s", runID, call, part)
+}

@@ -153,6 +153,17 @@ type Call struct {
 	// Edit is the form that approves the turn with this call's arguments
 	// replaced; nil where the user may not approve.
 	Edit *EditForm
+	// Choice is the call's own approve or deny on a turn of two or more
+	// calls; nil on a turn of one, and where the user may not approve.
+	Choice *CallChoice
+}
+
+// CallChoice is one call's fieldset in the form that decides its turn:
+// radios named calls.<call id>.decision and a reason named
+// calls.<call id>.reason, with what a refused form chose and the message
+// about it.
+type CallChoice struct {
+	Decision, Reason, Error string
 }
 
 // EditForm edits one pending call's arguments and approves its turn. A

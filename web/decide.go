@@ -108,8 +108,12 @@ func (s *Server) approval(req runtime.DecideRequest) ask {
 // fields (see edit.go) the pipeline reads against the turn it decides.
 func approvalForm(r *http.Request, id int64) runtime.DecideRequest {
 	f := r.PostForm
-	return runtime.DecideRequest{RunID: id, Digest: f.Get("turn_digest"), Decision: f.Get("decision"),
+	req := runtime.DecideRequest{RunID: id, Digest: f.Get("turn_digest"), Decision: f.Get("decision"),
 		Scope: f.Get("scope"), Reason: f.Get("reason"), Actor: actorOf(r), Form: f}
+	// A card's per-call choices (see decide_calls.go); the calls left
+	// open take the button's decision.
+	req.Calls, req.Rest, req.Decision = callsForm(f, req.Decision)
+	return req
 }
 
 // inputForm reads an answer to an input turn posted as a form: the hidden

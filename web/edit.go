@@ -145,7 +145,7 @@ func editRefusal(turn runtime.PendingTurn, refused *formState) string {
 				mine = true
 			}
 		}
-		if !mine {
+		if !mine && !choiceField(turn, k) {
 			stray = append(stray, k+" "+m)
 		}
 	}

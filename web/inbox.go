@@ -143,6 +143,9 @@ func (s *Server) inboxRun(actor runtime.Actor, p runtime.PendingRun, refused *fo
 		}
 		if p.Turn.Kind == runtime.TurnApproval && !run.FourEyes {
 			call.Edit = editView(c, p.Parameters[c.Name], len(p.Turn.Calls)-1, refused)
+			if len(p.Turn.Calls) > 1 {
+				call.Choice = callChoice(c.ID, refused)
+			}
 		}
 		run.Calls = append(run.Calls, call)
 	}

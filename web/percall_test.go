@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -266,4 +267,91 @@ func TestAPICallByCallStandsForTheApprovedCallsOnly(t *testing.T) {
 	if len(tools) != 1 || tools[0] != "lookup_order" {
 		t.Errorf("standing approvals = %v, want lookup_order alone", tools)
 	}
+}
+
+// TestInboxCardOffersAChoicePerCall: a card of two calls has a fieldset
+// per call, with its radios and its reason; a card of one has none.
+func TestInboxCardOffersAChoicePerCall(t *testing.T) {
+	a := newApp(t, 0)
+	paused, _ := a.Waiting(t, "percall")
+	lookup, refund := twoCalls(t, paused)
+	one, _ := a.Waiting(t, "refund")
+	_, body := a.signIn(t, "approver").get("/inbox")
+	card := inboxCard(t, body, paused.RunID)
+	for _, want := range []string{
+		`data-testid="call-choices"`,
+		`name="calls.` + lookup + `.decision" value="approve"`,
+		`name="calls.` + refund + `.decision" value="deny"`,
+		`name="calls.` + refund + `.reason"`,
+		`<legend>Call 2: refund_order</legend>`,
+		`name="decision" value="calls"`,
+	} {
+		if !strings.Contains(card, want) {
+			t.Errorf("the card has no %s:\n%s", want, card)
+		}
+	}
+	if card := inboxCard(t, body, one.RunID); strings.Contains(card, `data-testid="call-choices"`) {
+		t.Errorf("a card of one call offers a choice per call:\n%s", card)
+	}
+}
+
+// TestNativeInboxDecidesCallByCall: without JavaScript, the card's form
+// approves the lookup and denies the refund with its own reason, both
+// through "Decide each call" and through "Approve the rest".
+func TestNativeInboxDecidesCallByCall(t *testing.T) {
+	for _, button := range []string{"calls", "approve"} {
+		t.Run(button, func(t *testing.T) {
+			a := newApp(t, 0)
+			paused, order := a.Waiting(t, "percall")
+			lookup, refund := twoCalls(t, paused)
+			f := url.Values{"turn_digest": {paused.Digest}, "decision": {button}, "scope": {"once"},
+				"calls." + refund + ".decision": {"deny"}, "calls." + refund + ".reason": {"not eligible"}}
+			if button == "calls" {
+				f.Set("calls."+lookup+".decision", "approve")
+			}
+			res, body := a.signIn(t, "approver").post(inboxPath(paused.RunID, "decision"), f)
+			if res.StatusCode != http.StatusSeeOther {
+				t.Fatalf("status %d, want 303:\n%s", res.StatusCode, body)
+			}
+			if st := a.Run(t, paused.RunID).Status; st != runtime.StatusCompleted {
+				t.Fatalf("run is %s, want completed", st)
+			}
+			if n := a.Refunds(t, order); n != 0 {
+				t.Errorf("refunds = %d, want 0", n)
+			}
+			results := a.toolResults(t, a.bearer(t, "owner", runtime.ScopeRunRead), paused.RunID)
+			if m := results[refund]; m.Content == nil || *m.Content != "denied by approver: not eligible" {
+				t.Errorf("the refund's result = %+v, want its own denial", m)
+			}
+			if m := results[lookup]; m.Content == nil || m.IsError {
+				t.Errorf("the lookup's result = %+v, want it run", m)
+			}
+		})
+	}
+}
+
+// TestNativeInboxCallLeftOpenIsShownAgain: "Decide each call" with a call
+// left open is a 422 card with what was chosen kept and the open call
+// named; nothing is written.
+func TestNativeInboxCallLeftOpenIsShownAgain(t *testing.T) {
+	a := newApp(t, 0)
+	paused, _ := a.Waiting(t, "percall")
+	lookup, refund := twoCalls(t, paused)
+	before := a.State(t, paused.RunID)
+	res, body := a.signIn(t, "approver").post(inboxPath(paused.RunID, "decision"), url.Values{
+		"turn_digest": {paused.Digest}, "decision": {"calls"}, "scope": {"once"},
+		"calls." + lookup + ".decision": {"approve"}, "calls." + lookup + ".reason": {"MARKER-TYPED"}})
+	if res.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d, want 422:\n%s", res.StatusCode, body)
+	}
+	for _, want := range []string{
+		`data-field="calls.` + refund + `"`,
+		`name="calls.` + lookup + `.decision" value="approve" checked`,
+		`MARKER-TYPED`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page has no %s:\n%s", want, body)
+		}
+	}
+	a.Unchanged(t, paused.RunID, before)
 }
