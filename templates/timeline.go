@@ -103,6 +103,14 @@ type DecisionStep struct {
 	Calls    int
 	// Edited are the ids of the calls an approval edited before they ran.
 	Edited []string
+	// PerCall is what a turn decided call by call chose for each call.
+	PerCall []CallVerdict
+}
+
+// CallVerdict is one call's choice in a turn decided call by call; Reason
+// is the call's own ("" when it took the decision's).
+type CallVerdict struct {
+	CallID, Tool, Decision, Reason string
 }
 
 // SettleStep is how the run ended.
@@ -203,10 +211,26 @@ func decisionText(d DecisionStep) string {
 		return "approved " + plural(max(d.Calls, 1), "call", "calls")
 	case "deny":
 		return "denied " + plural(max(d.Calls, 1), "call", "calls")
+	case "mixed":
+		approved := 0
+		for _, c := range d.PerCall {
+			if c.Decision == "approve" {
+				approved++
+			}
+		}
+		return fmt.Sprintf("approved %d, denied %d of %s", approved, len(d.PerCall)-approved, plural(max(d.Calls, 1), "call", "calls"))
 	case "input":
 		return "answered"
 	}
 	return d.Decision
+}
+
+// verdictText says one call's choice: "approved", "denied".
+func verdictText(decision string) string {
+	if decision == "approve" {
+		return "approved"
+	}
+	return "denied"
 }
 
 // scopeText says a decision's scope as the decision form does.

@@ -52,8 +52,7 @@ type followingLine struct {
 // decidedWords says what the winner did: "approved by alice at 14:02:05
 // UTC", "denied at 14:02:05 UTC" for a decision by nobody.
 func decidedWords(d *runtime.DecisionSummary) string {
-	verb := map[string]string{runtime.DecisionApprove: "approved", runtime.DecisionDeny: "denied",
-		runtime.DecisionInput: "answered"}[d.Kind]
+	verb := decisionVerb(d.Kind)
 	if verb == "" {
 		verb = "decided"
 	}

@@ -312,13 +312,16 @@ func decisionWords(kind string, tools []string) string {
 	if what == "" {
 		what = "the pending turn"
 	}
+	if kind == runtime.DecisionMixed {
+		return "You decided " + what + " call by call"
+	}
 	return "You " + decisionVerb(kind) + " " + what
 }
 
 // decisionVerb is a decision's kind as a verb: "approved".
 func decisionVerb(kind string) string {
 	return map[string]string{runtime.DecisionApprove: "approved", runtime.DecisionDeny: "denied",
-		runtime.DecisionInput: "answered"}[kind]
+		runtime.DecisionMixed: "decided call by call", runtime.DecisionInput: "answered"}[kind]
 }
 
 // endedWords says how a run stands after a continuation: "run 9

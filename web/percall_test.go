@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -111,6 +112,23 @@ func TestAPIDecidesCallByCall(t *testing.T) {
 	if !strings.Contains(ev, `"per_call":[{"call_id":"`+lookup+`","decision":"approve","tool":"lookup_order"}`) ||
 		!strings.Contains(ev, `"decision":"deny","reason":"MARKER-REASON not eligible","tool":"refund_order"`) {
 		t.Errorf("the approval event does not say per call what was decided: %s", ev)
+	}
+	// The run page says it per call too, and the history reads the kind.
+	owner := a.signIn(t, "owner")
+	_, page := owner.get(fmt.Sprintf("/runs/%d", paused.RunID))
+	for _, want := range []string{
+		`data-testid="step-call-verdict" data-call-id="` + refund + `" data-decision="deny"`,
+		`data-testid="step-call-verdict" data-call-id="` + lookup + `" data-decision="approve"`,
+		`MARKER-REASON not eligible`,
+		`approved 1, denied 1 of 2 calls`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the run page has no %s", want)
+		}
+	}
+	_, history := a.signIn(t, "approver").get("/runs")
+	if !strings.Contains(history, "decided call by call") {
+		t.Errorf("the approver's history does not say the run was decided call by call")
 	}
 }
 

@@ -45,6 +45,10 @@ func timelineEvent(e runtime.Event) templates.TimelineEvent {
 	case *runtime.ApprovalPayload:
 		v.Decision = &templates.DecisionStep{By: p.By, Decision: p.Decision, Scope: p.Scope, Reason: p.Reason,
 			Calls: p.Calls, Edited: p.Edited}
+		for _, c := range p.PerCall {
+			v.Decision.PerCall = append(v.Decision.PerCall, templates.CallVerdict{CallID: c.CallID, Tool: c.Tool,
+				Decision: c.Decision, Reason: c.Reason})
+		}
 		if p.Expired {
 			v.Decision.By = "Nobody in time" // a worker denied the expired pause
 		}

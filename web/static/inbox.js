@@ -275,7 +275,7 @@
 		old.replaceWith(note);
 	}
 
-	var VERBS = { approve: 'approved', deny: 'denied', input: 'answered' };
+	var VERBS = { approve: 'approved', deny: 'denied', mixed: 'decided call by call', input: 'answered' };
 
 	function outcome(m) {
 		if (m.change === 'decided') {
