@@ -108,6 +108,12 @@ func TestAccessibility(t *testing.T) {
 	settled := a.settledRun(t, "owner")
 	decided, _ := a.Waiting(t, "refund")
 	a.Approve(t, decided)
+	perCall, _ := a.Waiting(t, "percall")
+	mixed, _ := a.Waiting(t, "percall")
+	lookup, refund := twoCalls(t, mixed)
+	a.Decide(t, runtime.DecideRequest{RunID: mixed.RunID, Digest: mixed.Digest, Decision: runtime.DecisionMixed,
+		Calls: map[string]runtime.CallDecision{lookup: {Decision: runtime.DecisionApprove},
+			refund: {Decision: runtime.DecisionDeny, Reason: "not eligible"}}})
 
 	run := func(id int64) string { return fmt.Sprint(id) }
 	main := `main`
@@ -125,6 +131,8 @@ func TestAccessibility(t *testing.T) {
 		{"admin", "/playground", main},
 		{"approver", "/inbox", runSelector(waiting.RunID)},
 		{"approver", "/inbox/runs/" + run(fourEyes.RunID), runSelector(fourEyes.RunID)},
+		{"approver", "/inbox/runs/" + run(perCall.RunID), `[data-testid="call-choices"]`},
+		{"owner", "/runs/" + run(mixed.RunID), `[data-testid="step-per-call"]`},
 		{"approver", "/runs", main},
 		{"owner", "/inbox", main},
 		{"owner", "/runs", main},
