@@ -6,8 +6,6 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-
-	"github.com/turnstile-dev/turnstile/runtime"
 )
 
 // TestBrowserDecidesCallByCall: on a card of two calls, the approver
@@ -43,16 +41,7 @@ func TestBrowserDecidesCallByCall(t *testing.T) {
 			if len(posts) != 1 || posts[0].kind != wantKind || posts[0].status != wantStatus {
 				t.Errorf("decision requests = %+v, want one %s answered %d", posts, wantKind, wantStatus)
 			}
-			if st := a.Run(t, paused.RunID).Status; st != runtime.StatusCompleted {
-				t.Fatalf("run is %s, want completed", st)
-			}
-			if n := a.Refunds(t, order); n != 0 {
-				t.Errorf("refunds = %d, want 0", n)
-			}
-			results := a.toolResults(t, a.bearer(t, "owner", runtime.ScopeRunRead), paused.RunID)
-			if m := results[refund]; m.Content == nil || *m.Content != "denied by approver: not eligible" {
-				t.Errorf("the refund's result = %+v, want its own denial", m)
-			}
+			a.wantLookupRanRefundDenied(t, paused, order, "denied by approver: not eligible")
 		})
 	}
 }

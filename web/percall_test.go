@@ -86,19 +86,7 @@ func TestAPIDecidesCallByCall(t *testing.T) {
 	if m := out.wantKeys(t, http.StatusOK, "outcome"); m["outcome"].(map[string]any)["type"] != "done" {
 		t.Fatalf("outcome = %v, want done", m["outcome"])
 	}
-	if st := a.Run(t, paused.RunID).Status; st != runtime.StatusCompleted {
-		t.Fatalf("run is %s, want completed", st)
-	}
-	if n := a.Refunds(t, order); n != 0 {
-		t.Errorf("refunds = %d after the refund was denied, want 0", n)
-	}
-	results := a.toolResults(t, a.bearer(t, "owner", runtime.ScopeRunRead), paused.RunID)
-	if m := results[refund]; m.Content == nil || *m.Content != "denied by approver: MARKER-REASON not eligible" || !m.IsError {
-		t.Errorf("the refund's result for the model = %+v, want its own denial", m)
-	}
-	if m := results[lookup]; m.Content == nil || !strings.Contains(*m.Content, order) || m.IsError {
-		t.Errorf("the lookup's result = %+v, want the order it ran on", m)
-	}
+	a.wantLookupRanRefundDenied(t, paused, order, "denied by approver: MARKER-REASON not eligible")
 	// The decision reads as mixed, with each call's choice beside it.
 	var kind string
 	var calls []byte
@@ -331,19 +319,7 @@ func TestNativeInboxDecidesCallByCall(t *testing.T) {
 			if res.StatusCode != http.StatusSeeOther {
 				t.Fatalf("status %d, want 303:\n%s", res.StatusCode, body)
 			}
-			if st := a.Run(t, paused.RunID).Status; st != runtime.StatusCompleted {
-				t.Fatalf("run is %s, want completed", st)
-			}
-			if n := a.Refunds(t, order); n != 0 {
-				t.Errorf("refunds = %d, want 0", n)
-			}
-			results := a.toolResults(t, a.bearer(t, "owner", runtime.ScopeRunRead), paused.RunID)
-			if m := results[refund]; m.Content == nil || *m.Content != "denied by approver: not eligible" {
-				t.Errorf("the refund's result = %+v, want its own denial", m)
-			}
-			if m := results[lookup]; m.Content == nil || m.IsError {
-				t.Errorf("the lookup's result = %+v, want it run", m)
-			}
+			a.wantLookupRanRefundDenied(t, paused, order, "denied by approver: not eligible")
 		})
 	}
 }
@@ -372,4 +348,25 @@ func TestNativeInboxCallLeftOpenIsShownAgain(t *testing.T) {
 		}
 	}
 	a.Unchanged(t, paused.RunID, before)
+}
+
+// wantLookupRanRefundDenied checks a percall run decided with its lookup
+// approved and its refund denied: it completed, no refund was made, the
+// model read the refund's denial (want) and the lookup's result.
+func (a *testApp) wantLookupRanRefundDenied(t *testing.T, paused runtime.Outcome, order, want string) {
+	t.Helper()
+	lookup, refund := twoCalls(t, paused)
+	if st := a.Run(t, paused.RunID).Status; st != runtime.StatusCompleted {
+		t.Fatalf("run is %s, want completed", st)
+	}
+	if n := a.Refunds(t, order); n != 0 {
+		t.Errorf("refunds = %d after the refund was denied, want 0", n)
+	}
+	results := a.toolResults(t, a.bearer(t, "owner", runtime.ScopeRunRead), paused.RunID)
+	if m := results[refund]; m.Content == nil || *m.Content != want || !m.IsError {
+		t.Errorf("the refund's result for the model = %+v, want %q", m, want)
+	}
+	if m := results[lookup]; m.Content == nil || !strings.Contains(*m.Content, order) || m.IsError {
+		t.Errorf("the lookup's result = %+v, want the order it ran on", m)
+	}
 }
