@@ -45,6 +45,7 @@ var sealedColumns = []struct{ table, column, run string }{
 	{"runs", "state", "id"}, {"runs", "prompt", "id"}, {"runs", "answer", "id"},
 	{"run_messages", "body", "run_id"}, {"run_events", "payload", "run_id"},
 	{"decisions", "reason", "run_id"}, {"decisions", "input", "run_id"}, {"decisions", "arguments", "run_id"},
+	{"decisions", "calls", "run_id"},
 	{"webhook_deliveries", "body", "run_id"},
 }
 
