@@ -1,9 +1,7 @@
 package runtime_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 )
@@ -31,31 +29,12 @@ tool_policies:
 // that both meet the same load. Only the two Decide calls are timed.
 func BenchmarkCallByCallDecision(b *testing.B) {
 	f := newFixture(b, 0, pairYAML)
-	ctx := context.Background()
-	var whole, perCall time.Duration
-	decide := func(req runtime.DecideRequest) time.Duration {
-		start := time.Now()
-		if c, err := f.Engine.Decide(ctx, req); c != nil || err != nil {
-			b.Fatalf("decide = %v, %v", c, err)
-		}
-		return time.Since(start)
-	}
-	n := 0
-	for b.Loop() {
-		b.StopTimer()
-		one, _ := f.Waiting(b, "pair")
-		two, _ := f.Waiting(b, "pair")
-		b.StartTimer()
-		whole += decide(runtime.DecideRequest{RunID: one.RunID, Digest: one.Digest, Decision: runtime.DecisionApprove,
-			Actor: f.approver, Path: runtime.PathDurable})
-		perCall += decide(runtime.DecideRequest{RunID: two.RunID, Digest: two.Digest, Actor: f.approver,
-			Path: runtime.PathDurable, Calls: map[string]runtime.CallDecision{
-				two.Pending.Calls[0].ID: {Decision: runtime.DecisionApprove},
-				two.Pending.Calls[1].ID: {Decision: runtime.DecisionDeny, Reason: "not eligible"}}})
-		n++
-	}
-	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(float64(whole.Nanoseconds())/float64(n), "ns/whole-turn")
-	b.ReportMetric(float64(perCall.Nanoseconds())/float64(n), "ns/per-call")
-	b.ReportMetric(float64(perCall)/float64(whole), "per-call/whole-turn")
+	interleavedDecisions(b, f, "pair", "whole-turn", "per-call", func(one, two runtime.Outcome, _ string) (runtime.DecideRequest, runtime.DecideRequest) {
+		return runtime.DecideRequest{RunID: one.RunID, Digest: one.Digest, Decision: runtime.DecisionApprove,
+				Actor: f.approver, Path: runtime.PathDurable},
+			runtime.DecideRequest{RunID: two.RunID, Digest: two.Digest, Actor: f.approver,
+				Path: runtime.PathDurable, Calls: map[string]runtime.CallDecision{
+					two.Pending.Calls[0].ID: {Decision: runtime.DecisionApprove},
+					two.Pending.Calls[1].ID: {Decision: runtime.DecisionDeny, Reason: "not eligible"}}}
+	})
 }
