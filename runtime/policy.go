@@ -34,9 +34,12 @@ const (
 	RuleVotes   = "votes"
 )
 
+// PolicyPrefix starts the decider name of a decision a rule made.
+const PolicyPrefix = "policy:"
+
 // PolicyDecider is the decider name of a decision a rule made, as every
 // surface shows it: "policy:<name>".
-func PolicyDecider(rule string) string { return "policy:" + rule }
+func PolicyDecider(rule string) string { return PolicyPrefix + rule }
 
 // RuleNamePattern is what a rule's name must match: short, so that
 // "policy:<name>" reads well wherever a decider is shown.
