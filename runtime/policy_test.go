@@ -285,3 +285,105 @@ policy:
 		t.Errorf("run is %s, want completed", r.Status)
 	}
 }
+
+// TestRulesStormDecideEachTurnOnce: 100 runs at once, a third started in
+// requests, a third queued for the workers of two processes, a third
+// claimed by holders that die before their first step and are recovered
+// (and wake up afterwards, too late). Every run's calls are matched as the
+// rules say, nobody is asked about what a rule decided, and every rule
+// turn has exactly one decision, recorded on the path that ran it.
+func TestRulesStormDecideEachTurnOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a storm of 100 runs")
+	}
+	w := newRuledWorld(t, 0, ruledYAML)
+	ctx := context.Background()
+	const n = 100
+	owner := w.Actor("owner")
+	start := runtime.StartRequest{Configuration: "ruled", Prompt: "Write notes", Owner: owner}
+	ids := make([]int64, n)
+	path := map[int64]string{}
+	var stale []*runtime.Continuation
+	var wg sync.WaitGroup
+	for i := range n {
+		switch i % 3 {
+		case 0:
+			id, err := w.Engine.Enqueue(ctx, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[i], path[id] = id, runtime.PathDurable
+		case 1:
+			c, err := w.Engine.Start(ctx, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[i], path[c.RunID()] = c.RunID(), runtime.PathRequest
+			wg.Go(func() { c.Run(ctx, nil) })
+		case 2:
+			// Claimed, and its holder dies: a worker takes it over once
+			// its lease has run out.
+			c, err := w.Engine.Start(ctx, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[i], path[c.RunID()] = c.RunID(), runtime.PathDurable
+			stale = append(stale, c)
+			if _, err := w.DB.Exec(`UPDATE runs SET lease_expires_at = NOW(6) - INTERVAL 1 SECOND WHERE id = ?`, c.RunID()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	work(t, w.NewEngine(runtime.Options{}), 3)
+	work(t, w.NewEngine(runtime.Options{}), 3)
+	wg.Wait()
+	digests := map[int64]string{}
+	for _, id := range ids {
+		r := w.WaitStatus(t, id, runtime.StatusWaitingForApproval, 60*time.Second)
+		digests[id] = r.TurnDigest
+		turn, err := w.Engine.Turn(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPause(t, runtime.Outcome{RunID: id, Status: r.Status, Pending: turn})
+	}
+	// The dead holders wake up: each stops at its first commit, having
+	// written nothing.
+	for _, c := range stale {
+		if out := c.Run(ctx, nil); out.Err == nil {
+			t.Errorf("run %d: a holder whose lease a worker took over went on: %s", out.RunID, out.Status)
+		}
+	}
+	// People decide, half in requests and half on the durable path.
+	for i, id := range ids {
+		req := runtime.DecideRequest{RunID: id, Digest: digests[id], Decision: runtime.DecisionApprove, Actor: w.Actor("approver")}
+		if i%2 == 0 {
+			req.Path = runtime.PathDurable
+		}
+		wg.Go(func() {
+			c, err := w.Engine.Decide(ctx, req)
+			if err != nil {
+				t.Errorf("run %d: decide: %v", id, err)
+				return
+			}
+			if c != nil {
+				c.Run(ctx, nil)
+			}
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		w.WaitStatus(t, id, runtime.StatusCompleted, 60*time.Second)
+		w.checkRuled(t, id)
+		var paths []string
+		if err := w.DB.Select(&paths, `SELECT DISTINCT path FROM decisions WHERE run_id = ? AND policy IS NOT NULL`, id); err != nil {
+			t.Fatal(err)
+		}
+		if len(paths) != 1 || paths[0] != path[id] {
+			t.Errorf("run %d: the rules' decisions were made on %v, want %s", id, paths, path[id])
+		}
+	}
+	if got := w.Count(t, `SELECT COUNT(*) FROM decisions WHERE policy IS NOT NULL AND decided_by IS NULL`); got != 2*n {
+		t.Errorf("%d rule decisions, want %d", got, 2*n)
+	}
+}
