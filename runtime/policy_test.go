@@ -1,7 +1,6 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -76,30 +75,12 @@ type ruledWorld struct {
 	*testrig.World
 	calls map[int64]int
 	mu    *sync.Mutex
-	logs  *syncBuffer
-}
-
-// syncBuffer is a log any goroutine may write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs  *logBuffer
 }
 
 func newRuledWorld(t testing.TB, lease time.Duration, yamls ...string) *ruledWorld {
 	t.Helper()
-	mu, calls, logs := &sync.Mutex{}, map[int64]int{}, &syncBuffer{}
+	mu, calls, logs := &sync.Mutex{}, map[int64]int{}, &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	w := testrig.New(t, testrig.Configs(yamls...), testrig.Prompt("Write notes"),
 		testrig.Tools(note{"write_note", mu, calls}, note{"delete_note", mu, calls}),

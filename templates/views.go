@@ -297,8 +297,8 @@ type HistoryRun struct {
 	DecidedAt time.Time
 	// Rule is what a rule of the policy last decided about it ("approved
 	// by policy:small-refunds: …"), for who may read the run.
-	Rule string
-	CanOpen   bool
+	Rule    string
+	CanOpen bool
 	// Title is the run's title, for who may read the run.
 	Title string
 }
