@@ -49,6 +49,10 @@ type Configuration struct {
 	Notify []Notify `json:"notify,omitempty" yaml:"notify"`
 	// Deadline bounds every pause; a tool's policy may set its own.
 	Deadline `yaml:",inline"`
+	// Policy are the rules matched against every call that waits for a
+	// person, in order (see Rule); rules holds them compiled.
+	Policy []Rule          `json:"policy,omitempty" yaml:"-"`
+	rules  *compiledPolicy `json:"-" yaml:"-"`
 }
 
 // Notify is one webhook endpoint: what it is told, how, and with which

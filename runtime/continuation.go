@@ -73,6 +73,11 @@ type Continuation struct {
 	// rewrite is the index of the first stored transcript message the
 	// next commit writes again (an edited call's message), or -1.
 	rewrite int
+	// durable: a worker runs it (the path its rule decisions record);
+	// matches and owner are what the rules said and read (see match).
+	durable bool
+	matches map[string]RuleMatch
+	owner   *RuleOwner
 }
 
 func (e *Engine) continuation(run *Run, cfg *Configuration, state State, d *DecisionRecord) *Continuation {

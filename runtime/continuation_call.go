@@ -117,7 +117,7 @@ func (c *Continuation) handle(ctx context.Context, call ToolCall) (Outcome, bool
 	if c.needsPerson(call) {
 		v, decided := c.state.Verdicts[call.ID]
 		if !decided {
-			return c.suspend(ctx, PendingTurn{Kind: TurnApproval, Calls: c.undecided()})
+			return c.pause(ctx)
 		}
 		if !v.Approved {
 			// apply answers denied calls; this only guards the invariant.

@@ -22,6 +22,7 @@ func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, 
 		// must not claim it.
 		turn.ConversationTurn = c.run.ConversationTurn
 	}
+	c.rulesAsk(ctx, &turn)
 	for _, call := range turn.Calls {
 		t, ok := c.tool(call.Name)
 		if !ok {

@@ -41,6 +41,15 @@ type ListedRun struct {
 	Erased bool
 	// Decision is the viewer's latest decision about the run, if any.
 	Decision *ListedDecision
+	// Rule is the latest decision a rule of the policy made about the
+	// run, if any, for a viewer who may read the run.
+	Rule *ListedRule
+}
+
+// ListedRule is a rule's decision in a list: approve or deny, by which
+// rule, and its reason.
+type ListedRule struct {
+	Kind, Policy, Reason string
 }
 
 // ListedDecision is what a decider sees of their own decision in a list.
@@ -54,6 +63,9 @@ type HistoryRow struct {
 	Run
 	DecisionKind *string    `db:"my_kind"`
 	DecidedAt    *time.Time `db:"my_decided_at"`
+	RuleKind     *string    `db:"rule_kind"`
+	RulePolicy   *string    `db:"rule_policy"`
+	RuleReason   *string    `db:"rule_reason"`
 }
 
 // RunPage is one page of the run history.
@@ -107,6 +119,12 @@ func (e *Engine) History(ctx context.Context, actor Actor, q RunQuery) (RunPage,
 		}
 		if row.DecisionKind != nil && row.DecidedAt != nil {
 			l.Decision = &ListedDecision{Kind: *row.DecisionKind, DecidedAt: *row.DecidedAt}
+		}
+		if row.RulePolicy != nil && row.RuleKind != nil && l.MayRead && !l.Erased {
+			l.Rule = &ListedRule{Kind: *row.RuleKind, Policy: *row.RulePolicy}
+			if row.RuleReason != nil {
+				l.Rule.Reason = *row.RuleReason
+			}
 		}
 		page.Runs = append(page.Runs, l)
 	}

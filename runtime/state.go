@@ -70,6 +70,16 @@ type PendingTurn struct {
 	// it was re-offered to them when nobody decided it in time. Part of
 	// the digest, so the forms rendered before the escalation are stale.
 	Escalated string `json:"escalated,omitempty"`
+	// ApprovalsRequired is how many distinct people must approve the turn
+	// (votes); 0 and 1 both mean one. Part of the digest.
+	ApprovalsRequired int `json:"approvals_required,omitempty"`
+	// Rules names, by call id, the rule of the configuration's policy that
+	// asked for the turn's votes, for the card to say so.
+	Rules map[string]string `json:"rules,omitempty"`
+	// Policy names the rule that decides this turn itself (a turn of its
+	// own, never offered to a person): part of the digest, so that it is
+	// never the digest of a turn a person is asked about.
+	Policy string `json:"policy,omitempty"`
 }
 
 // ToolNames are the tools the turn's calls name, each once, in order.

@@ -19,6 +19,7 @@ type Store interface {
 	EraseStore
 	MessageStore
 	PartialStore
+	PolicyStore
 	// Configuration returns a configuration by id, or ErrNotFound.
 	Configuration(ctx context.Context, id int64) (*Configuration, error)
 	// ConfigurationByIdentifier returns a configuration, or ErrNotFound.
@@ -200,6 +201,9 @@ type DecisionRecord struct {
 	// (see decide_calls.go); empty for a decision of the whole turn.
 	// Kind is then DecisionMixed when the choices differ.
 	Calls json.RawMessage `db:"calls"`
+	// Policy names the rule that made the decision (DecidedBy 0,
+	// DeciderName "policy:<name>"); "" for a person's or an expiry's.
+	Policy string `db:"policy"`
 }
 
 // Decision kinds, scopes and paths.
@@ -275,4 +279,8 @@ type Commit struct {
 	// holds: none is sent for a step that did not commit, none is lost
 	// for one that did.
 	Notifications []Delivery
+	// Decision is a rule's decision of a turn of its own, which this
+	// step applies: written with the step if the guard holds, and, by the
+	// decisions' unique key, at most once for its turn.
+	Decision *DecisionRecord
 }

@@ -157,6 +157,7 @@ func (e *Engine) resume(ctx context.Context, run *Run) (*Continuation, error) {
 		}
 	}
 	c := e.continuation(run, cfg, state, d)
+	c.durable = true
 	// A cancel requested while no holder could notice it (the holder died,
 	// or a draining server handed the run back) stops the run at its first
 	// step boundary, before any tool runs.

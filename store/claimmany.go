@@ -62,7 +62,7 @@ func (s *Store) RunsForDecision(ctx context.Context, ids []int64) (map[int64]run
 		if row.Active != nil {
 			cfg, ok := cfgs[row.ConfigurationID]
 			if !ok {
-				cfg, err = configurationRow{ID: row.ConfigurationID, Active: *row.Active, Definition: row.Definition}.configuration()
+				cfg, err = s.configs.configuration(configurationRow{ID: row.ConfigurationID, Active: *row.Active, Definition: row.Definition})
 				if err != nil {
 					return nil, err
 				}

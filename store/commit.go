@@ -43,7 +43,7 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	// its count with ROW_COUNT().
 	held := "ROW_COUNT() = 1"
 	change, changed := commitChange(c)
-	if c.Executed != "" || c.Outcome != "" || c.Rewrite || len(c.Notifications) > 0 || (changed && c.Event.Kind == "") {
+	if c.Executed != "" || c.Outcome != "" || c.Rewrite || len(c.Notifications) > 0 || c.Decision != nil || (changed && c.Event.Kind == "") {
 		sc.add("SET @held = ROW_COUNT()")
 		held = "@held = 1"
 	}
@@ -89,6 +89,14 @@ func (s *Store) Commit(ctx context.Context, c runtime.Commit) (bool, error) {
 	if c.Outcome != "" {
 		sc.add(`UPDATE decisions SET outcome = ? WHERE run_id = ? AND turn_digest = ? AND @held = 1`,
 			c.Outcome, c.RunID, c.OutcomeDigest)
+	}
+	if d := c.Decision; d != nil {
+		// A rule's decision, applied by this very step: executed now. A
+		// second holder of the turn (which only a lost lease makes) clashes
+		// on the unique key, and the script stops before its COMMIT.
+		sc.add(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, decided_by, path, policy, executed_at)
+			SELECT ?, ?, ?, ?, ?, ?, NULL, ?, ?, NOW(6) FROM DUAL WHERE @held = 1`,
+			c.RunID, d.TurnDigest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), d.Path, d.Policy)
 	}
 	addDeliveries(&sc, "@held = 1", c.Notifications)
 	if changed {

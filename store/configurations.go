@@ -22,6 +22,11 @@ func (r configurationRow) configuration() (*runtime.Configuration, error) {
 		return nil, fmt.Errorf("store: configuration %d: %w", r.ID, err)
 	}
 	c.ID, c.Active = r.ID, r.Active
+	// Once per version of the definition (configCache keeps the result):
+	// a pause evaluates the rules, it never compiles them. Rules that do
+	// not compile (written by a newer process, say) decide nothing, and
+	// every pause says so in the log; the configuration still works.
+	_ = c.CompilePolicy()
 	return &c, nil
 }
 
@@ -32,7 +37,7 @@ func (s *Store) Configuration(ctx context.Context, id int64) (*runtime.Configura
 	if err != nil {
 		return nil, notFound(fmt.Sprintf("configuration %d", id), err)
 	}
-	return row.configuration()
+	return s.configs.configuration(row)
 }
 
 // ConfigurationByIdentifier returns a configuration, or runtime.ErrNotFound.
@@ -43,7 +48,7 @@ func (s *Store) ConfigurationByIdentifier(ctx context.Context, identifier string
 	if err != nil {
 		return nil, notFound(fmt.Sprintf("configuration %q", identifier), err)
 	}
-	return row.configuration()
+	return s.configs.configuration(row)
 }
 
 // Configurations lists every configuration by identifier.

@@ -21,10 +21,16 @@ func (s *Store) Decision(ctx context.Context, runID int64, digest string) (*runt
 }
 
 // decisionColumns selects a decision of the table aliased d, its decider's
-// name from u.
+// name from u: a person's name, or "policy:<name>" for a rule's decision,
+// which has no decided_by.
 const decisionColumns = `d.run_id, d.turn_digest, d.kind, d.tools, d.scope, d.reason, COALESCE(d.input, '') AS input,
 	COALESCE(d.arguments, '') AS arguments, COALESCE(d.calls, '') AS calls,
-	COALESCE(d.decided_by, 0) AS decided_by, COALESCE(u.name, '') AS decider_name, d.decided_at, d.path, COALESCE(d.outcome, '') AS outcome`
+	COALESCE(d.decided_by, 0) AS decided_by, ` + deciderName + ` AS decider_name, d.decided_at, d.path,
+	COALESCE(d.outcome, '') AS outcome, COALESCE(d.policy, '') AS policy`
+
+// deciderName is the name of the decider of the decision aliased d, its
+// user aliased u, as every read shows it.
+const deciderName = `COALESCE(u.name, CONCAT('` + runtime.PolicyPrefix + `', d.policy), '')`
 
 // LatestDecisionBy returns a user's latest decision about a run, or
 // runtime.ErrNotFound when they made none.

@@ -80,16 +80,21 @@ func (s *Store) History(ctx context.Context, q runtime.HistoryQuery, limit int) 
 		filter = strings.Join(where, " AND ")
 	}
 	// d is the viewer's latest decision about each run (decided_by, run_id
-	// is an index): the runs they decided, and what they decided.
+	// is an index): the runs they decided, and what they decided; pd the
+	// latest decision a rule of the policy made (by run_id, the unique
+	// key's prefix).
 	var rows []runtime.HistoryRow
 	err := s.db.SelectContext(ctx, &rows, `
 		SELECT `+runColumns+`, COALESCE(u.name, '') AS owner_name,
-			d.kind AS my_kind, d.decided_at AS my_decided_at
+			d.kind AS my_kind, d.decided_at AS my_decided_at,
+			pd.kind AS rule_kind, pd.policy AS rule_policy, pd.reason AS rule_reason
 		FROM runs r
 		LEFT JOIN users u ON u.id = r.owner_id
 		LEFT JOIN decisions d ON d.id = (
 			SELECT d2.id FROM decisions d2 WHERE d2.run_id = r.id AND d2.decided_by = ?
 			ORDER BY d2.decided_at DESC, d2.id DESC LIMIT 1)
+		LEFT JOIN decisions pd ON pd.id = (
+			SELECT MAX(d3.id) FROM decisions d3 WHERE d3.run_id = r.id AND d3.policy IS NOT NULL)
 		WHERE `+filter+` ORDER BY r.id DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: run history: %w", err)

@@ -147,6 +147,9 @@ type Call struct {
 	// Preview is the tool's line about what the call would do; "" when
 	// the tool gives none.
 	Preview string
+	// Rule says which rule of the policy asked for votes on the call
+	// ("rule big-refunds: 2 approvals"); "" when none did.
+	Rule string
 	// Args are the arguments as a table; Arguments the JSON, indented.
 	Args      []Arg
 	Arguments string
@@ -303,7 +306,10 @@ type HistoryRun struct {
 	// Decision is the user's latest decision about it ("approved").
 	Decision  string
 	DecidedAt time.Time
-	CanOpen   bool
+	// Rule is what a rule of the policy last decided about it ("approved
+	// by policy:small-refunds: …"), for who may read the run.
+	Rule    string
+	CanOpen bool
 	// Title is the run's title, for who may read the run.
 	Title string
 }

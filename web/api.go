@@ -50,6 +50,9 @@ type approvalJSON struct {
 	// Previews say, by call id, what each call would do, in its tool's
 	// words.
 	Previews map[string]string `json:"previews,omitempty"`
+	// Rules name, by call id, the rule of the configuration's policy that
+	// asked for the turn's votes.
+	Rules map[string]string `json:"rules,omitempty"`
 
 	// DecisionDeadline is when the turn expires (decision_timeout), or
 	// null; EscalatedTo names the grant an expired turn went on to.
@@ -98,7 +101,7 @@ func (s *Server) apiApprovals(w http.ResponseWriter, r *http.Request, _ httprout
 	for _, p := range pending.Runs {
 		a := approvalJSON{RunID: p.Run.ID, Configuration: p.Configuration.Identifier,
 			ConfigurationName: p.Configuration.Name, Kind: p.Turn.Kind, PendingCalls: pendingCalls(&p.Turn),
-			TurnDigest: p.Run.TurnDigest, Note: p.Turn.Note, Previews: p.Turn.Previews}
+			TurnDigest: p.Run.TurnDigest, Note: p.Turn.Note, Previews: p.Turn.Previews, Rules: p.Turn.Rules}
 		if p.Run.WaitingSince != nil {
 			since := p.Run.WaitingSince.UTC().Format(timeFormat)
 			a.WaitingSince = &since

@@ -137,7 +137,7 @@ func (s *Server) inboxRun(actor runtime.Actor, p runtime.PendingRun, refused *fo
 	run.EscalatedAway = run.EscalatedTo != "" && !actor.Has(run.EscalatedTo)
 	for _, c := range p.Turn.Calls {
 		call := templates.Call{ID: c.ID, Name: c.Name, Preview: p.Turn.Previews[c.ID],
-			Args: argRows(c.Arguments), Arguments: indent(c.Arguments)}
+			Args: argRows(c.Arguments), Arguments: indent(c.Arguments), Rule: ruleNote(&p.Turn, c.ID)}
 		if t, ok := s.engine.Tool(c.Name); ok {
 			call.Description = t.Spec().Description
 		}
@@ -375,4 +375,24 @@ func outcomeFlash(kind string, tools []string, out runtime.Outcome) string {
 		return strings.ToUpper(ended[:1]) + ended[1:]
 	}
 	return decisionWords(kind, tools) + "; " + ended
+}
+
+// ruleNote says which rule of the policy asked for votes on a call, and
+// how many approvals the turn needs: "rule big-refunds: 2 approvals".
+func ruleNote(turn *runtime.PendingTurn, callID string) string {
+	name, ok := turn.Rules[callID]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("rule %s: %d approvals", name, max(turn.ApprovalsRequired, 1))
+}
+
+// ruleDecisionText says what a rule of the policy decided, for a list:
+// "approved by policy:small-refunds: small refunds of one's own orders".
+func ruleDecisionText(r *runtime.ListedRule) string {
+	text := decisionVerb(r.Kind) + " by " + runtime.PolicyDecider(r.Policy)
+	if r.Reason != "" {
+		text += ": " + r.Reason
+	}
+	return text
 }

@@ -123,6 +123,9 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 			row.Decision = decisionVerb(l.Decision.Kind)
 			row.DecidedAt = l.Decision.DecidedAt
 		}
+		if l.Rule != nil {
+			row.Rule = ruleDecisionText(l.Rule)
+		}
 		v.Runs = append(v.Runs, row)
 	}
 	if page.Next != 0 {

@@ -205,6 +205,10 @@ provider:
 tools: [lookup_order, no_such_tool]
 colour: blue
 max_iterations: 99
+policy:
+  - name: r
+    when: owner.nmae == "x"
+    then: {votes: 1}
 `
 	got := call(t, a, admin, http.MethodPut, "/api/agents/helper", "application/yaml; charset=utf-8", "", invalid)
 	var invalidBody struct {
@@ -217,7 +221,8 @@ max_iterations: 99
 	if got.status != http.StatusUnprocessableEntity || invalidBody.Error.Code != "invalid_configuration" {
 		t.Fatalf("PUT invalid = %d %s, want 422 invalid_configuration", got.status, got.body)
 	}
-	wantLines := map[int]string{1: `"other"`, 8: "no_such_tool", 9: "colour", 10: "max_iterations"}
+	wantLines := map[int]string{1: `"other"`, 8: "no_such_tool", 9: "colour", 10: "max_iterations",
+		13: "policy rule 1: when: undefined field 'nmae'", 14: "policy rule 1: votes must be 2 or more"}
 	seen := map[int]bool{}
 	for _, f := range invalidBody.Error.Fields {
 		if want, ok := wantLines[f.Line]; ok && strings.Contains(f.Message, want) {

@@ -216,7 +216,7 @@ func (p *parser) stringList(e entry) (list []string, nodes []*yaml.Node, ok bool
 var topKeys = []string{
 	"identifier", "name", "description", "active", "provider", "system_prompt", "title", "tools",
 	"max_iterations", "require_second_approver", "privacy_level", "tool_policies",
-	"mcp_servers", "decision_timeout", "on_timeout", "escalate_grant", "notify", "identity_ttl",
+	"mcp_servers", "decision_timeout", "on_timeout", "escalate_grant", "notify", "identity_ttl", "policy",
 }
 
 var mcpServerKeys = []string{"name", "url", "headers", "requires_approval", "meta_tool", "identity"}
@@ -299,6 +299,9 @@ func (p *parser) configuration(doc *yaml.Node) *runtime.Configuration {
 	}
 	if e, ok := top["tool_policies"]; ok {
 		cfg.ToolPolicies = p.policies(e, cfg, toolsKnown)
+	}
+	if e, ok := top["policy"]; ok {
+		cfg.Policy = p.policy(e)
 	}
 	if e, ok := top["provider"]; (!ok && !p.misspelt[root]) || (ok && yamlnode.IsNull(e.value)) {
 		p.fail(root, "provider is required")

@@ -29,6 +29,15 @@ type file struct {
 	IdentityTTL           string                `yaml:"identity_ttl,omitempty"`
 	Notify                []notify              `yaml:"notify,omitempty"`
 	deadline              `yaml:",inline"`
+	Policy                []rule `yaml:"policy,omitempty"`
+}
+
+// rule is runtime.Rule as written: then is a word, or {votes: N}.
+type rule struct {
+	Name   string `yaml:"name"`
+	When   string `yaml:"when"`
+	Then   any    `yaml:"then"`
+	Reason string `yaml:"reason,omitempty"`
 }
 
 // notify is runtime.Notify as written: each key but the url only when
@@ -114,6 +123,13 @@ func Marshal(cfg *runtime.Configuration) ([]byte, error) {
 	}
 	for _, n := range cfg.Notify {
 		f.Notify = append(f.Notify, notify(n))
+	}
+	for _, r := range cfg.Policy {
+		var then any = r.Then
+		if r.Then == runtime.RuleVotes {
+			then = map[string]int{runtime.RuleVotes: r.Votes}
+		}
+		f.Policy = append(f.Policy, rule{Name: r.Name, When: r.When, Then: then, Reason: r.Reason})
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
