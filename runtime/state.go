@@ -70,6 +70,9 @@ type PendingTurn struct {
 	// it was re-offered to them when nobody decided it in time. Part of
 	// the digest, so the forms rendered before the escalation are stale.
 	Escalated string `json:"escalated,omitempty"`
+	// ApprovalsRequired is how many distinct people must approve the turn
+	// (votes); 0 and 1 both mean one. Part of the digest.
+	ApprovalsRequired int `json:"approvals_required,omitempty"`
 }
 
 // ToolNames are the tools the turn's calls name, each once, in order.
