@@ -135,6 +135,7 @@ func (s *Server) inboxRun(actor runtime.Actor, p runtime.PendingRun, refused *fo
 	}
 	run.EscalatedTo = p.Turn.Escalated
 	run.EscalatedAway = run.EscalatedTo != "" && !actor.Has(run.EscalatedTo)
+	run.Votes = votesLine(p.Turn.ApprovalsRequired, p.Run.Votes)
 	for _, c := range p.Turn.Calls {
 		call := templates.Call{ID: c.ID, Name: c.Name, Preview: p.Turn.Previews[c.ID],
 			Args: argRows(c.Arguments), Arguments: indent(c.Arguments)}
