@@ -83,7 +83,7 @@ func (s *Store) History(ctx context.Context, q runtime.HistoryQuery, limit int) 
 	// is an index): the runs they decided, and what they decided.
 	var rows []runtime.HistoryRow
 	err := s.db.SelectContext(ctx, &rows, `
-		SELECT `+runColumns+`, COALESCE(u.name, '') AS owner_name,
+		SELECT `+runColumns+`, `+votesColumns+`, COALESCE(u.name, '') AS owner_name,
 			d.kind AS my_kind, d.decided_at AS my_decided_at
 		FROM runs r
 		LEFT JOIN users u ON u.id = r.owner_id
