@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -291,5 +292,36 @@ func TestVotesOlderProcessCannotClaimWithOneApproval(t *testing.T) {
 	p, _ := plain.Waiting(t, "refund")
 	if _, err := plain.DB.Exec(`UPDATE runs SET status = 'decided' WHERE id = ? AND turn_digest = ?`, p.RunID, p.Digest); err != nil {
 		t.Fatalf("an older process's claim of a turn without votes: %v", err)
+	}
+}
+
+// A vote that does not complete the count writes its run.voted in its own
+// transaction: who voted, and how many of how many approvals.
+func TestVotesNotify(t *testing.T) {
+	f := newFixture(t, 0, votesYAML)
+	f.SetNotify(t, "votes", []runtime.Notify{{URL: "https://hooks.example.com/v", Events: []string{runtime.EventRunVoted}}})
+	paused, _ := f.Waiting(t, "votes")
+	if _, err := vote(t, f.Engine, paused, f.approver, runtime.PathDurable); !errors.As(err, new(*runtime.Voted)) {
+		t.Fatalf("vote: %v", err)
+	}
+	rows := f.Outbox(t, paused.RunID)
+	if len(rows) != 1 || rows[0].Event != runtime.EventRunVoted {
+		t.Fatalf("outbox %+v, want one run.voted", rows)
+	}
+	var body struct {
+		Data map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(rows[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if d := body.Data; d["voter"] != "approver" || d["votes"] != float64(1) || d["approvals_required"] != float64(2) {
+		t.Errorf("run.voted data %v", d)
+	}
+	// The second vote is the decision: no run.voted.
+	if _, err := vote(t, f.Engine, paused, f.refunder, runtime.PathDurable); err != nil {
+		t.Fatalf("the second vote: %v", err)
+	}
+	if rows := f.Outbox(t, paused.RunID); len(rows) != 1 {
+		t.Errorf("%d notifications after the deciding vote, want still 1", len(rows))
 	}
 }

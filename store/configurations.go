@@ -78,7 +78,7 @@ func (s *Store) SaveConfiguration(ctx context.Context, c *runtime.Configuration)
 	// utf8mb4_bin; BINARY keeps it so under any collation).
 	_, err = s.db.ExecContext(ctx, `
 		INSERT INTO configurations (identifier, name, active, provider, model, system_prompt,
-			max_iterations, require_second_approver, approvals_required, privacy_level, definition)
+			max_iterations, require_second_approver, privacy_level, definition)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON DUPLICATE KEY UPDATE
 			version = IF(BINARY definition = BINARY VALUES(definition), version, version + 1),
