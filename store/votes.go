@@ -16,9 +16,9 @@ var _ runtime.VoteStore = (*Store)(nil)
 // first, so the votes on one run queue on that lock and each counts the
 // votes before it exactly; the vote goes in only while the run waits on
 // the digest and the turn has exactly b.Prior votes, so the count the
-// caller answers and notified is the count it made. The claim's UPDATE
-// counts the turn's votes once more, in its own guard: it cannot win short
-// of b.Required, whatever the caller believed.
+// caller answers and notified is the count it made. The N-th vote's claim
+// is guarded by that count in the same transaction: it cannot win short of
+// b.Required, whatever the caller believed.
 //
 // On a Galera cluster the row lock holds on one node only: two votes on
 // two nodes at once both pass their guards there. Each of them writes the
@@ -39,17 +39,24 @@ func (s *Store) Vote(ctx context.Context, b runtime.Ballot) error {
 	var sc script
 	sc.add("START TRANSACTION")
 	sc.add("SELECT id INTO @locked FROM runs WHERE id = ? FOR UPDATE", b.RunID)
-	sc.add("SELECT COUNT(*) INTO @prior FROM votes WHERE run_id = ? AND turn_digest = ?", b.RunID, b.Digest)
-	vote := sc.add(`INSERT INTO votes (run_id, turn_digest, user_id, voted_at)
-		SELECT id, turn_digest, ?, NOW(6) FROM runs WHERE id = ? AND status = ? AND turn_digest = ? AND @prior = ?`,
-		b.UserID, b.RunID, b.From, b.Digest, b.Prior)
-	sc.add("SET @voted = ROW_COUNT()")
-	var update stmt
+	// A locking read, like every read after it: all of them see the latest
+	// votes (a consistent read's snapshot could be older than the lock).
+	sc.add("SELECT COUNT(*) INTO @prior FROM votes WHERE run_id = ? AND turn_digest = ? FOR UPDATE", b.RunID, b.Digest)
+	var vote stmt
 	if b.Claim != nil {
-		update = addClaim(&sc, *b.Claim, nonce,
-			" AND @voted = 1 AND (SELECT COUNT(*) FROM votes WHERE run_id = ? AND turn_digest = ?) >= ?",
-			b.RunID, b.Digest, b.Required)
+		// The claim first, its guard counting the votes with this one; the
+		// vote then goes in only beside the decision the claim wrote, so
+		// that a claim that did not win leaves no vote either.
+		addClaim(&sc, *b.Claim, nonce, " AND @prior = ? AND @prior + 1 >= ?", b.Prior, b.Required)
+		vote = sc.add(`INSERT INTO votes (run_id, turn_digest, user_id, voted_at)
+			SELECT ?, ?, ?, NOW(6) FROM DUAL WHERE @prior = ?
+				AND EXISTS (SELECT 1 FROM decisions WHERE run_id = ? AND turn_digest = ? AND claim = ?)`,
+			b.RunID, b.Digest, b.UserID, b.Prior, b.RunID, b.Digest, nonce)
 	} else {
+		vote = sc.add(`INSERT INTO votes (run_id, turn_digest, user_id, voted_at)
+			SELECT id, turn_digest, ?, NOW(6) FROM runs WHERE id = ? AND status = ? AND turn_digest = ? AND @prior = ?`,
+			b.UserID, b.RunID, b.From, b.Digest, b.Prior)
+		sc.add("SET @voted = ROW_COUNT()")
 		// Every vote writes the run's row: on a cluster, two votes on two
 		// nodes then conflict at certification (see above).
 		sc.add("UPDATE runs SET updated_at = NOW(6) WHERE id = ? AND @voted = 1", b.RunID)
@@ -66,10 +73,6 @@ func (s *Store) Vote(ctx context.Context, b runtime.Ballot) error {
 		return fmt.Errorf("store: vote on run %d: %w", b.RunID, err)
 	case res.affected(vote) != 1:
 		return fmt.Errorf("store: vote on run %d: %w", b.RunID, runtime.ErrClaimLost)
-	case b.Claim != nil && res.affected(update) != 1:
-		// The guard on b.Prior makes this vote the N-th: a claim that did
-		// not win with it is a caller's mistake, with the vote kept.
-		return fmt.Errorf("store: vote on run %d counted fewer than %d votes", b.RunID, b.Required)
 	}
 	kept, err := s.voteKept(ctx, b, nonce)
 	if err != nil {
