@@ -39,9 +39,11 @@ func (s *Store) Vote(ctx context.Context, b runtime.Ballot) error {
 	var sc script
 	sc.add("START TRANSACTION")
 	sc.add("SELECT id INTO @locked FROM runs WHERE id = ? FOR UPDATE", b.RunID)
-	// A locking read, like every read after it: all of them see the latest
-	// votes (a consistent read's snapshot could be older than the lock).
-	sc.add("SELECT COUNT(*) INTO @prior FROM votes WHERE run_id = ? AND turn_digest = ? FOR UPDATE", b.RunID, b.Digest)
+	// A consistent read, whose snapshot is taken under the run's lock: every
+	// vote on the run wrote the run's row, so each one committed before the
+	// lock was granted is in it. (A locking read would take gap locks on
+	// the votes' key, which voters on other runs then deadlock on.)
+	sc.add("SELECT COUNT(*) INTO @prior FROM votes WHERE run_id = ? AND turn_digest = ?", b.RunID, b.Digest)
 	var vote stmt
 	if b.Claim != nil {
 		// The claim first, its guard counting the votes with this one; the
