@@ -76,8 +76,8 @@ const (
 	// than theirs (see votes.go); the N-th approval is no vote but the
 	// decision, which run.settled or the next run.waiting follow.
 	EventRunVoted  = "run.voted"
-	NotifyStandard    = "standard"
-	NotifySlack       = "slack"
+	NotifyStandard = "standard"
+	NotifySlack    = "slack"
 )
 
 // NotifyEvents are the events a notify entry may name.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -205,26 +206,15 @@ func TestVotesRefuseEditsAndStanding(t *testing.T) {
 // vote is counted twice.
 func TestVotesStorm(t *testing.T) {
 	const runs, voters, need = 10, 30, 3
-	opts := []testrig.Option{testrig.Configs(fmt.Sprintf(`
-identifier: storm
-approvals_required: %d
-provider:
-  type: scripted
-  script:
-    rounds:
-      - tool_calls:
-          - name: refund_order
-            arguments: {order_id: "${order_id}"}
-      - text: "Done."
-tools: [refund_order]
-`, need))}
+	// votesYAML asking 3: only its first turn is decided here.
+	opts := []testrig.Option{testrig.Configs(strings.Replace(votesYAML, "approvals_required: 2", fmt.Sprintf("approvals_required: %d", need), 1))}
 	for i := range voters {
 		opts = append(opts, testrig.User(fmt.Sprintf("voter%d", i), runtime.RoleUser, runtime.GrantApprove))
 	}
 	w := testrig.New(t, opts...)
 	paused := make([]runtime.Outcome, runs)
 	for i := range paused {
-		paused[i], _ = w.Waiting(t, "storm")
+		paused[i], _ = w.Waiting(t, "votes")
 	}
 	var mu sync.Mutex
 	recorded, claimed := map[int64]int{}, map[int64]int{}
