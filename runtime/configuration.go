@@ -39,6 +39,10 @@ type Configuration struct {
 	RequireSecondApprover bool                  `json:"require_second_approver" yaml:"require_second_approver"`
 	PrivacyLevel          PrivacyLevel          `json:"privacy_level" yaml:"privacy_level"`
 	ToolPolicies          map[string]ToolPolicy `json:"tool_policies,omitempty" yaml:"tool_policies"`
+	// ApprovalsRequired is how many distinct people must approve a turn
+	// (votes, see votes.go); 0 and 1 both mean one. A tool's policy may
+	// ask more for the turns that call it.
+	ApprovalsRequired int `json:"approvals_required,omitempty" yaml:"approvals_required"`
 	// MCPServers are external MCP servers whose tools the agent may call.
 	MCPServers []MCPServer `json:"mcp_servers,omitempty" yaml:"mcp_servers"`
 	// IdentityTTL is how long a run credential of a forwarding MCP server
@@ -72,12 +76,16 @@ const (
 	EventRunSettled   = "run.settled"
 	EventRunExpired   = "run.expired"
 	EventRunEscalated = "run.escalated"
-	NotifyStandard    = "standard"
-	NotifySlack       = "slack"
+	// EventRunVoted: someone approved a turn that needs more approvals
+	// than theirs (see votes.go); the N-th approval is no vote but the
+	// decision, which run.settled or the next run.waiting follow.
+	EventRunVoted  = "run.voted"
+	NotifyStandard = "standard"
+	NotifySlack    = "slack"
 )
 
 // NotifyEvents are the events a notify entry may name.
-var NotifyEvents = []string{EventRunWaiting, EventRunSettled, EventRunExpired, EventRunEscalated}
+var NotifyEvents = []string{EventRunWaiting, EventRunSettled, EventRunExpired, EventRunEscalated, EventRunVoted}
 
 // MCPServer is an MCP server reached over streamable HTTP.
 type MCPServer struct {
@@ -116,6 +124,9 @@ type ToolPolicy struct {
 	// Grant is what a person must hold, beyond the right to decide, to
 	// approve this tool.
 	Grant string `json:"grant,omitempty" yaml:"grant"`
+	// ApprovalsRequired, when above the configuration's, is how many
+	// distinct people must approve a turn that calls this tool.
+	ApprovalsRequired int `json:"approvals_required,omitempty" yaml:"approvals_required"`
 	// Deadline, when it names a decision_timeout, replaces the
 	// configuration's for turns that call this tool; see TurnDeadline.
 	Deadline `yaml:",inline"`
@@ -152,8 +163,14 @@ func (c *Configuration) Normalize() error {
 	if err := c.Deadline.Check(); err != nil {
 		return fmt.Errorf("configuration %s: %w", c.Identifier, err)
 	}
+	if err := checkApprovals(c.ApprovalsRequired); err != nil {
+		return fmt.Errorf("configuration %s: %w", c.Identifier, err)
+	}
 	for name, p := range c.ToolPolicies {
 		if err := p.Deadline.Check(); err != nil {
+			return fmt.Errorf("configuration %s: tool_policies %s: %w", c.Identifier, name, err)
+		}
+		if err := checkApprovals(p.ApprovalsRequired); err != nil {
 			return fmt.Errorf("configuration %s: tool_policies %s: %w", c.Identifier, name, err)
 		}
 	}

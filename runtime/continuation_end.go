@@ -45,6 +45,7 @@ func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, 
 			turn.Previews[call.ID] = line
 		}
 	}
+	c.votesAsk(&turn)
 	digest, err := Digest(turn)
 	if err != nil {
 		return c.stopped(err), true
@@ -71,6 +72,7 @@ func (c *Continuation) suspend(ctx context.Context, turn PendingTurn) (Outcome, 
 		cm.Status, cm.TurnDigest = status, digest
 		cm.PendingTools = strings.Join(turn.ToolNames(), ",")
 		cm.DecisionTimeout = timeout
+		cm.ApprovalsRequired = turn.ApprovalsRequired
 		cm.Notifications = notes
 		if d := c.decision; d != nil && d.Kind == DecisionEscalate {
 			cm.Executed = d.TurnDigest

@@ -50,7 +50,9 @@ type DecideRequest struct {
 // the atomic claim. It
 // returns a *Refusal when it will not decide, with nothing written. On the
 // request path the returned continuation must be run by the caller; on the
-// durable path it is nil and a worker carries the decision out.
+// durable path it is nil and a worker carries the decision out. An approval
+// of a turn that needs several is a vote (votes.go): one that does not
+// complete the count returns a *Voted, and the turn still waits.
 func (e *Engine) Decide(ctx context.Context, req DecideRequest) (*Continuation, error) {
 	if err := validDecision(&req); err != nil {
 		return nil, err
@@ -66,6 +68,12 @@ func (e *Engine) Decide(ctx context.Context, req DecideRequest) (*Continuation, 
 		return nil, err
 	}
 	d := DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}
+	if p.needsVotes() {
+		if err := p.checkVote(d, len(req.Arguments) > 0 || hasEdits(req.Form) || len(callEdits(req.Calls)) > 0); err != nil {
+			return nil, err
+		}
+		return p.vote(ctx, d)
+	}
 	if p.approve {
 		edits, formErrors := req.Arguments, map[string]string(nil)
 		if hasEdits(req.Form) {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -15,6 +16,9 @@ type Decided struct {
 	RunID        int64
 	Continuation *Continuation
 	Err          error
+	// Voted is set, with Err nil, for an approval recorded as a vote that
+	// did not complete the count (see votes.go).
+	Voted *Voted
 }
 
 // RunForDecision is a run with its configuration as a bulk reads it: Err
@@ -57,7 +61,8 @@ type PathChooser func(n int) (paths []string, err error)
 // not the one sent (stale_turn, mostly). Requests must name distinct runs:
 // a second request for a run is refused with invalid_request, as is one
 // that edits arguments (a bulk edits no call: it would approve the call
-// unedited).
+// unedited). An approval of a turn that needs several approvals is a vote
+// (see bulkVote): Voted when it did not complete the count.
 func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest, choose PathChooser) []Decided {
 	out := make([]Decided, len(reqs))
 	pipes := make([]pipeline, len(reqs))
@@ -143,6 +148,10 @@ func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest, choose Pa
 	var at []int // the request of each claim
 	for _, i := range passed {
 		req, p := reqs[i], &pipes[i]
+		if p.needsVotes() {
+			out[i].Continuation, out[i].Voted, out[i].Err = p.bulkVote(ctx, req)
+			continue
+		}
 		d := DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}
 		standing, err := p.standing(d)
 		if err != nil {
@@ -168,6 +177,23 @@ func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest, choose Pa
 		out[i].Continuation = pipes[i].won(claims[k], decisions[k])
 	}
 	return out
+}
+
+// bulkVote is a bulk's approval of a turn that needs votes: a vote of
+// its own, on the path chosen for it, made before the bulk's batch of
+// claims. A vote that claims nothing leaves its path unused (a caller's
+// slot goes back, as a refused run's does).
+func (p *pipeline) bulkVote(ctx context.Context, req DecideRequest) (*Continuation, *Voted, error) {
+	d := DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}
+	if err := p.checkVote(d, false); err != nil {
+		return nil, nil, err
+	}
+	c, err := p.vote(ctx, d)
+	var v *Voted
+	if errors.As(err, &v) {
+		return nil, v, nil
+	}
+	return c, nil, err
 }
 
 // readForDecision reads the runs of a bulk and their configurations at

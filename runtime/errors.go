@@ -25,6 +25,9 @@ const (
 	CodeStaleTurn             Code = "stale_turn"
 	CodeAlreadyResuming       Code = "already_resuming"
 	CodeInvalidRequest        Code = "invalid_request"
+	// CodeAlreadyVoted: a second approval of one person of a turn that
+	// needs several (votes.go); nothing written.
+	CodeAlreadyVoted Code = "already_voted"
 	// CodeRunBusy: a follow-up message to a run whose turn still runs or
 	// waits for a decision (one active turn per conversation).
 	CodeRunBusy Code = "run_busy"

@@ -54,6 +54,10 @@ type notice struct {
 	// reason and answer are a settled run's termination reason and final
 	// answer; action is what an expiry does (deny or escalate).
 	reason, answer, action string
+	// voter, votes and required are a vote's (run.voted): who, how many
+	// votes the turn has with theirs, and how many it needs.
+	voter           string
+	votes, required int
 }
 
 // subscribed reports whether an endpoint wants an event: all of them when
@@ -149,6 +153,9 @@ func (e *Engine) noticeData(cfg *Configuration, runID int64, n notice, now time.
 		}
 	case EventRunExpired:
 		d["on_timeout"] = n.action
+	case EventRunVoted:
+		d["decide_url"] = e.decideURL(runID)
+		d["voter"], d["votes"], d["approvals_required"] = n.voter, n.votes, n.required
 	case EventRunSettled:
 		d["termination_reason"] = n.reason
 		if full {
@@ -182,6 +189,9 @@ func (e *Engine) slackText(cfg *Configuration, runID int64, n notice) string {
 	case EventRunEscalated:
 		return fmt.Sprintf("%s was escalated to holders of the %q grant (%s): <%s|decide>",
 			run, n.turn.Escalated, tools, e.decideURL(runID))
+	case EventRunVoted:
+		return fmt.Sprintf("%s: %s approved %s, %d of %d approvals: <%s|decide>",
+			run, n.voter, tools, n.votes, n.required, e.decideURL(runID))
 	case EventRunExpired:
 		return fmt.Sprintf("%s: nobody decided in time (%s); on timeout: %s. <%s/runs/%d|open>",
 			run, tools, n.action, e.publicURL, runID)

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -181,7 +182,7 @@ func (w *ruledWorld) checkRuled(t *testing.T, id int64) {
 			suspends++
 		}
 	}
-	want := "policy:small-own approve,policy:no-deletes deny,approver approve"
+	want := "policy:small-own approve,policy:no-deletes deny,admin approve"
 	if strings.Join(approvals, ",") != want {
 		t.Errorf("run %d: approval events %v, want %s", id, approvals, want)
 	}
@@ -226,8 +227,31 @@ func TestRulesDecideBeforeAPersonIsAsked(t *testing.T) {
 	if n := w.toolCalls(out.RunID); n != 0 {
 		t.Fatalf("%d tools ran before the person decided, want none", n)
 	}
-	w.Approve(t, out)
+	w.approveTwice(t, out, runtime.PathRequest)
 	w.checkRuled(t, out.RunID)
+}
+
+// approveTwice decides the person's turn of ruledYAML, which a rule asks
+// two approvals of: the approver's is a vote, the admin's claims the turn
+// (and is the decision), and its continuation runs here.
+func (w *ruledWorld) approveTwice(t testing.TB, out runtime.Outcome, path string) {
+	t.Helper()
+	req := runtime.DecideRequest{RunID: out.RunID, Digest: out.Digest, Decision: runtime.DecisionApprove,
+		Actor: w.Actor("approver"), Path: path}
+	var voted *runtime.Voted
+	if _, err := w.Engine.Decide(context.Background(), req); !errors.As(err, &voted) || len(voted.Votes) != 1 || voted.Required != 2 {
+		t.Errorf("run %d: the first approval of a turn a rule asks two of: %v, want a vote, 1 of 2", out.RunID, err)
+		return
+	}
+	req.Actor = w.Actor("admin")
+	c, err := w.Engine.Decide(context.Background(), req)
+	if err != nil {
+		t.Errorf("run %d: the second approval: %v", out.RunID, err)
+		return
+	}
+	if c != nil {
+		c.Run(context.Background(), nil)
+	}
 }
 
 // A rule whose evaluation fails (a key the arguments lack) leaves the
@@ -335,22 +359,14 @@ func TestRulesStormDecideEachTurnOnce(t *testing.T) {
 			t.Errorf("run %d: a holder whose lease a worker took over went on: %s", out.RunID, out.Status)
 		}
 	}
-	// People decide, half in requests and half on the durable path.
+	// People decide, two for each run (a rule asks two approvals), half in
+	// requests and half on the durable path.
 	for i, id := range ids {
-		req := runtime.DecideRequest{RunID: id, Digest: digests[id], Decision: runtime.DecisionApprove, Actor: w.Actor("approver")}
+		path := runtime.PathRequest
 		if i%2 == 0 {
-			req.Path = runtime.PathDurable
+			path = runtime.PathDurable
 		}
-		wg.Go(func() {
-			c, err := w.Engine.Decide(ctx, req)
-			if err != nil {
-				t.Errorf("run %d: decide: %v", id, err)
-				return
-			}
-			if c != nil {
-				c.Run(ctx, nil)
-			}
-		})
+		wg.Go(func() { w.approveTwice(t, runtime.Outcome{RunID: id, Digest: digests[id]}, path) })
 	}
 	wg.Wait()
 	for _, id := range ids {

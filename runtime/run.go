@@ -101,6 +101,11 @@ type Run struct {
 	// OwnerDeleted says the owner no longer exists, where the reads for a
 	// decision (RunForDecision, RunsForDecision) say it; false elsewhere.
 	OwnerDeleted bool `db:"owner_deleted"`
+	// ApprovalsRequired is how many approvals the turn it waits on needs
+	// (see votes.go), 0 for one; Votes are the votes on that turn so far,
+	// where a read of one run or of the waiting runs reads them.
+	ApprovalsRequired int   `db:"approvals_required"`
+	Votes             Votes `db:"votes"`
 }
 
 // Role is what a user may do beyond deciding their own runs.

@@ -20,6 +20,7 @@ type Store interface {
 	MessageStore
 	PartialStore
 	PolicyStore
+	VoteStore
 	// Configuration returns a configuration by id, or ErrNotFound.
 	Configuration(ctx context.Context, id int64) (*Configuration, error)
 	// ConfigurationByIdentifier returns a configuration, or ErrNotFound.
@@ -261,7 +262,10 @@ type Commit struct {
 	PendingTools string
 	// DecisionTimeout, on a suspension, sets the turn's deadline that long
 	// after the commit, on the database's clock; 0 sets none.
-	DecisionTimeout   time.Duration
+	DecisionTimeout time.Duration
+	// ApprovalsRequired, on a suspension, is the turn's (see votes.go),
+	// stored beside its digest; 0 and 1 store none.
+	ApprovalsRequired int
 	TerminationReason string
 	Answer            string
 	// Executed marks the decision of this turn as being carried out.

@@ -56,39 +56,11 @@ func (s *Store) claimOnce(ctx context.Context, c runtime.Claim) error {
 	// winner rewrites, and reports deadlocks among the racers. Every write
 	// after the UPDATE is chained on the statement before it (ROW_COUNT()),
 	// so it happens only if the UPDATE won.
-	d := c.Decision
 	nonce := rand.Int64()
 	var sc script
 	sc.add("START TRANSACTION")
 	sc.add("SELECT id INTO @locked FROM runs WHERE id = ? FOR UPDATE", c.RunID)
-	update := sc.add(`UPDATE runs SET status = ?, claimed_by = NULLIF(?, ''),
-			lease_expires_at = IF(? = '', NULL, NOW(6) + INTERVAL ? MICROSECOND),
-			decided_at = NOW(6), waiting_since = NULL, decision_deadline = NULL, updated_at = NOW(6)
-		WHERE id = ? AND status = ? AND turn_digest = ?`,
-		c.To, c.ClaimedBy, c.ClaimedBy, micros(c.Lease), c.RunID, c.From, c.Digest)
-	sc.add(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, arguments, calls, decided_by, path, claim)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, 0), ?, ? FROM DUAL WHERE ROW_COUNT() = 1`,
-		c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input), nullJSON(d.Arguments), nullJSON(d.Calls),
-		d.DecidedBy, d.Path, nonce)
-	// Chained on the decision's INSERT: one row exactly when it won, which
-	// the statements after it chain on in turn.
-	sc.change("ROW_COUNT() = 1", claimChange(c))
-	// Chained on the decision's INSERT, which wrote its row only if the
-	// UPDATE won. An expiry's claim also writes its notifications, and a
-	// forwarding run's its credential, which then need the count kept:
-	// one statement more, on those claims only.
-	won := "ROW_COUNT() = 1"
-	if len(c.Notifications) > 0 || c.Credential != nil {
-		sc.add("SET @claimed = ROW_COUNT()")
-		won = "@claimed = 1"
-	}
-	standing := make([][]any, len(c.Standing))
-	for i, tool := range c.Standing {
-		standing[i] = []any{c.RunID, tool, d.DecidedBy}
-	}
-	sc.guardedRows("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", won, standing)
-	addDeliveries(&sc, won, c.Notifications)
-	addMint(&sc, won, c.RunID, c.ClaimedBy, c.Credential)
+	update := addClaim(&sc, c, nonce, "")
 	sc.add("COMMIT")
 	// A claim that lost a lock race is tried again: it wins, or its guard
 	// sees what the winner did and says the claim is lost, which the
@@ -117,6 +89,43 @@ func (s *Store) claimOnce(ctx context.Context, c runtime.Claim) error {
 		return fmt.Errorf("store: claim run %d: %w", c.RunID, errClaimVoid)
 	}
 	return nil
+}
+
+// addClaim adds a claim's statements to a script that locked its run: the
+// guarded UPDATE, whose handle it returns, with guard (" AND …", and its
+// arguments) added to its WHERE clause, and every write chained on it.
+func addClaim(sc *script, c runtime.Claim, nonce int64, guard string, guardArgs ...any) stmt {
+	d := c.Decision
+	update := sc.add(`UPDATE runs SET status = ?, claimed_by = NULLIF(?, ''),
+			lease_expires_at = IF(? = '', NULL, NOW(6) + INTERVAL ? MICROSECOND),
+			decided_at = NOW(6), waiting_since = NULL, decision_deadline = NULL, updated_at = NOW(6),
+			approvals_required = NULL
+		WHERE id = ? AND status = ? AND turn_digest = ?`+guard,
+		append([]any{c.To, c.ClaimedBy, c.ClaimedBy, micros(c.Lease), c.RunID, c.From, c.Digest}, guardArgs...)...)
+	sc.add(`INSERT INTO decisions (run_id, turn_digest, kind, tools, scope, reason, input, arguments, calls, decided_by, path, claim)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, 0), ?, ? FROM DUAL WHERE ROW_COUNT() = 1`,
+		c.RunID, c.Digest, d.Kind, d.Tools, d.Scope, []byte(d.Reason), nullJSON(d.Input), nullJSON(d.Arguments), nullJSON(d.Calls),
+		d.DecidedBy, d.Path, nonce)
+	// Chained on the decision's INSERT: one row exactly when it won, which
+	// the statements after it chain on in turn.
+	sc.change("ROW_COUNT() = 1", claimChange(c))
+	// Chained on the decision's INSERT, which wrote its row only if the
+	// UPDATE won. An expiry's claim also writes its notifications, and a
+	// forwarding run's its credential, which then need the count kept:
+	// one statement more, on those claims only.
+	won := "ROW_COUNT() = 1"
+	if len(c.Notifications) > 0 || c.Credential != nil {
+		sc.add("SET @claimed = ROW_COUNT()")
+		won = "@claimed = 1"
+	}
+	standing := make([][]any, len(c.Standing))
+	for i, tool := range c.Standing {
+		standing[i] = []any{c.RunID, tool, d.DecidedBy}
+	}
+	sc.guardedRows("INSERT IGNORE INTO standing_approvals (run_id, tool_name, granted_by)", won, standing)
+	addDeliveries(sc, won, c.Notifications)
+	addMint(sc, won, c.RunID, c.ClaimedBy, c.Credential)
+	return update
 }
 
 // claimChange is the feed's change-log row of a claim that won.

@@ -39,7 +39,7 @@ func (s *Store) RunsForDecision(ctx context.Context, ids []int64) (map[int64]run
 	q, args, err := sqlx.In(`
 		SELECT r.*, c.active AS configuration_active, c.definition AS configuration_definition,
 			u.id IS NULL AS owner_deleted
-		FROM (SELECT `+runColumns+` FROM runs r WHERE r.id IN (?) AND `+notErased+`) AS r
+		FROM (SELECT `+runColumns+`, `+votesColumns+` FROM runs r WHERE r.id IN (?) AND `+notErased+`) AS r
 		LEFT JOIN configurations c ON c.id = r.configuration_id
 		LEFT JOIN users u ON u.id = r.owner_id`, ids)
 	if err != nil {
@@ -280,7 +280,8 @@ func claimUpdate(claims []runtime.Claim, winners []int) string {
 	q.WriteString(`) AS c ON c.id = r.id
 		SET r.status = c.st, r.claimed_by = NULLIF(c.cb, ''),
 			r.lease_expires_at = IF(c.cb = '', NULL, NOW(6) + INTERVAL c.us MICROSECOND),
-			r.decided_at = NOW(6), r.waiting_since = NULL, r.decision_deadline = NULL, r.updated_at = NOW(6)
+			r.decided_at = NOW(6), r.waiting_since = NULL, r.decision_deadline = NULL, r.updated_at = NOW(6),
+			r.approvals_required = NULL
 		WHERE r.status = c.fr AND r.turn_digest = c.dg`)
 	return q.String()
 }

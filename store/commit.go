@@ -202,8 +202,10 @@ func runUpdate(c runtime.Commit) (string, []any) {
 		// counted from the very NOW(6) the run starts waiting.
 		set = `status = ?, turn = turn + 1, turn_digest = ?, pending_tools = ?, claimed_by = NULL,
 			lease_expires_at = NULL, pending_effect = NULL, waiting_since = NOW(6),
-			decision_deadline = IF(? = 0, NULL, NOW(6) + INTERVAL ? MICROSECOND)`
-		args = []any{c.Status, c.TurnDigest, c.PendingTools, micros(c.DecisionTimeout), micros(c.DecisionTimeout)}
+			decision_deadline = IF(? = 0, NULL, NOW(6) + INTERVAL ? MICROSECOND),
+			approvals_required = IF(? > 1, ?, NULL)`
+		args = []any{c.Status, c.TurnDigest, c.PendingTools, micros(c.DecisionTimeout), micros(c.DecisionTimeout),
+			c.ApprovalsRequired, c.ApprovalsRequired}
 	case c.Status == runtime.StatusDecided || c.Status == runtime.StatusQueued:
 		// Handed back for a worker to finish (a draining server).
 		set = `status = ?, claimed_by = NULL, lease_expires_at = NULL, pending_effect = NULL,

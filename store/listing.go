@@ -41,7 +41,7 @@ func (s *Store) WaitingPage(ctx context.Context, q runtime.WaitingQuery) ([]*run
 	}
 	var runs []*runtime.Run
 	err := s.db.SelectContext(ctx, &runs, `
-		SELECT `+runColumns+`, COALESCE(u.name, '') AS owner_name
+		SELECT `+runColumns+`, `+votesColumns+`, COALESCE(u.name, '') AS owner_name
 		FROM runs r LEFT JOIN users u ON u.id = r.owner_id
 		WHERE `+page+` ORDER BY r.waiting_since, r.id LIMIT ?`, append(pageArgs, q.Limit)...)
 	if err != nil {
@@ -85,7 +85,7 @@ func (s *Store) History(ctx context.Context, q runtime.HistoryQuery, limit int) 
 	// key's prefix).
 	var rows []runtime.HistoryRow
 	err := s.db.SelectContext(ctx, &rows, `
-		SELECT `+runColumns+`, COALESCE(u.name, '') AS owner_name,
+		SELECT `+runColumns+`, `+votesColumns+`, COALESCE(u.name, '') AS owner_name,
 			d.kind AS my_kind, d.decided_at AS my_decided_at,
 			pd.kind AS rule_kind, pd.policy AS rule_policy, pd.reason AS rule_reason
 		FROM runs r

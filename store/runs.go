@@ -22,6 +22,16 @@ const runColumns = `r.id, r.configuration_id, r.owner_id, r.origin, r.status, r.
 	r.iterations, r.input_tokens, r.output_tokens, r.created_at, r.updated_at, r.waiting_since,
 	r.decision_deadline, r.erased_at, r.erased_by`
 
+// votesColumns select, beside runColumns, what a waiting run's card and
+// JSON show of its votes (see runtime.Votes): how many approvals its turn
+// needs, and the votes on that turn, as one JSON array, oldest first. A
+// vote whose user was deleted reads with no name.
+const votesColumns = `COALESCE(r.approvals_required, 0) AS approvals_required,
+	(SELECT CONCAT('[', GROUP_CONCAT(JSON_OBJECT('user_id', v.user_id, 'user', COALESCE(vu.name, ''),
+		'at', DATE_FORMAT(v.voted_at, '%Y-%m-%dT%H:%i:%s.%fZ')) ORDER BY v.voted_at, v.user_id SEPARATOR ','), ']')
+	FROM votes v LEFT JOIN users vu ON vu.id = v.user_id
+	WHERE v.run_id = r.id AND v.turn_digest = r.turn_digest) AS votes`
+
 // notErased keeps erased runs (see EraseRun) out of a read of runs r:
 // but for the history, an erased run reads as one that does not exist.
 const notErased = `r.erased_at IS NULL`
@@ -35,7 +45,7 @@ func (s *Store) Run(ctx context.Context, id int64) (*runtime.Run, error) {
 // that wait for a cluster (see RunSynced).
 func (s *Store) run(ctx context.Context, db *sqlx.DB, id int64) (*runtime.Run, error) {
 	var r runtime.Run
-	err := db.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs r WHERE r.id = ? AND `+notErased, id)
+	err := db.GetContext(ctx, &r, `SELECT `+runColumns+`, `+votesColumns+` FROM runs r WHERE r.id = ? AND `+notErased, id)
 	if err != nil {
 		return nil, notFound(fmt.Sprintf("run %d", id), err)
 	}
@@ -55,7 +65,7 @@ func (s *Store) RunForDecision(ctx context.Context, id int64) (*runtime.Run, *ru
 	err := s.db.GetContext(ctx, &row, `
 		SELECT r.*, c.active AS configuration_active, c.definition AS configuration_definition,
 			u.id IS NULL AS owner_deleted
-		FROM (SELECT `+runColumns+` FROM runs r WHERE r.id = ? AND `+notErased+`) AS r
+		FROM (SELECT `+runColumns+`, `+votesColumns+` FROM runs r WHERE r.id = ? AND `+notErased+`) AS r
 		LEFT JOIN configurations c ON c.id = r.configuration_id
 		LEFT JOIN users u ON u.id = r.owner_id`, id)
 	if err != nil {

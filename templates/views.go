@@ -133,6 +133,9 @@ type InboxRun struct {
 	// turn without its forms.
 	EscalatedTo   string
 	EscalatedAway bool
+	// Votes counts the approvals of a turn that needs several: "1 of 2
+	// approvals: alice"; "" when one approval decides it.
+	Votes string
 	// Selectable: the card has a checkbox of the page's bulk form;
 	// Selected: it is checked.
 	Selectable, Selected bool
@@ -271,6 +274,9 @@ type RunSummary struct {
 	CanFollowUp bool
 	// CanErase: the run is settled and the user may erase it.
 	CanErase bool
+	// Votes counts the approvals of the turn it waits on when that needs
+	// several: "1 of 2 approvals: alice"; "" otherwise.
+	Votes string
 }
 
 // HistoryPage is one page of the runs the user may see, newest first.

@@ -58,6 +58,9 @@ type approvalJSON struct {
 	// null; EscalatedTo names the grant an expired turn went on to.
 	DecisionDeadline *string `json:"decision_deadline"`
 	EscalatedTo      string  `json:"escalated_to,omitempty"`
+	// ApprovalsRequired and Votes, on a turn that needs several approvals.
+	ApprovalsRequired int            `json:"approvals_required,omitempty"`
+	Votes             *runtime.Votes `json:"votes,omitempty"`
 }
 
 // Page sizes of the API's lists.
@@ -110,6 +113,7 @@ func (s *Server) apiApprovals(w http.ResponseWriter, r *http.Request, _ httprout
 			a.Schema = p.Turn.Schema
 		}
 		a.DecisionDeadline, a.EscalatedTo = apiTime(p.Run.DecisionDeadline), p.Turn.Escalated
+		a.ApprovalsRequired, a.Votes = turnVotes(p.Turn.ApprovalsRequired, p.Run.Votes)
 		out = append(out, a)
 	}
 	var next *string
@@ -401,6 +405,10 @@ type runJSON struct {
 
 	// DecisionDeadline is when the pending turn expires, null without one.
 	DecisionDeadline *string `json:"decision_deadline"`
+	// ApprovalsRequired and Votes, on a waiting turn that needs several
+	// approvals: how many, and the votes on that turn so far (see votes.go).
+	ApprovalsRequired int            `json:"approvals_required,omitempty"`
+	Votes             *runtime.Votes `json:"votes,omitempty"`
 }
 
 // apiTime is a nullable time as the API writes it.
@@ -422,6 +430,7 @@ func toRunJSON(r *runtime.Run, configuration string) runJSON {
 		// A digest names the turn that waits; once decided it names
 		// nothing anyone can act on (the OpenAPI document says so).
 		j.TurnDigest = r.TurnDigest
+		j.ApprovalsRequired, j.Votes = turnVotes(r.ApprovalsRequired, r.Votes)
 	}
 	return j
 }

@@ -45,6 +45,8 @@ type claimedLine struct {
 	Type    string        `json:"type"`
 	Runs    []int64       `json:"runs"`
 	Refused []refusedJSON `json:"refused"`
+	// Voted are the approvals recorded as votes that claimed nothing.
+	Voted []votedJSON `json:"voted,omitempty"`
 }
 
 type refusedJSON struct {
@@ -79,6 +81,9 @@ type bulkResult struct {
 	RunID   int64  `json:"run_id"`
 	Status  string `json:"status"`
 	Message string `json:"message,omitempty"`
+	// A vote's count (status "voted"): see votedJSON.
+	ApprovalsRequired int           `json:"approvals_required,omitempty"`
+	Votes             runtime.Votes `json:"votes,omitempty"`
 }
 
 // inboxBulk is POST /inbox/decisions.
@@ -160,7 +165,12 @@ func (s *Server) decideMany(w http.ResponseWriter, r *http.Request, sf surface, 
 	var conts []*runtime.Continuation
 	var durable []int64
 	var failure error
+	var voted []votedJSON
 	for _, d := range res {
+		if d.Voted != nil {
+			voted = append(voted, toVotedJSON(d.Voted))
+			continue
+		}
 		if d.Err != nil {
 			code := runtime.CodeOf(d.Err)
 			if code == "" {
@@ -181,7 +191,7 @@ func (s *Server) decideMany(w http.ResponseWriter, r *http.Request, sf surface, 
 			durable = append(durable, d.RunID)
 		}
 	}
-	if failure != nil && len(claimed) == 0 {
+	if failure != nil && len(claimed) == 0 && len(voted) == 0 {
 		// Nothing went through because the database failed: a 500, not a
 		// list of runs that each "failed".
 		for _, release := range held {
@@ -200,7 +210,7 @@ func (s *Server) decideMany(w http.ResponseWriter, r *http.Request, sf surface, 
 	b := bulkRun{s: s, conts: conts, held: held}
 	if !stream {
 		outs := b.run(r.Context(), nil)
-		s.bulkAnswer(w, r, sf, reqs[0].Decision, res, claimed, refused, outs)
+		s.bulkAnswer(w, r, sf, reqs[0].Decision, res, claimed, refused, voted, outs)
 		return
 	}
 	st := s.startStream(w)
@@ -210,7 +220,7 @@ func (s *Server) decideMany(w http.ResponseWriter, r *http.Request, sf surface, 
 	if claimed == nil {
 		claimed = []int64{}
 	}
-	st.send(lineClaimed, claimedLine{Type: lineClaimed, Runs: claimed, Refused: refused})
+	st.send(lineClaimed, claimedLine{Type: lineClaimed, Runs: claimed, Refused: refused, Voted: voted})
 	for _, id := range durable {
 		st.send(lineSettled, bulkSettledLine{Type: lineSettled, Run: id, Path: runtime.PathDurable})
 	}
@@ -223,7 +233,7 @@ func (s *Server) decideMany(w http.ResponseWriter, r *http.Request, sf surface, 
 		// the client may have gone; keepalives go on while it waits for
 		// the database.
 		ctx := context.WithoutCancel(r.Context())
-		s.flash(ctx, bulkFlash(reqs[0].Decision, claimed, len(durable) > 0, refused, outs))
+		s.flash(ctx, bulkFlash(reqs[0].Decision, claimed, len(durable) > 0, refused, outs)+votesFlash(voted))
 		if _, _, err := s.sessions.Commit(ctx); err != nil {
 			s.log.Warn("save flash", "err", err)
 		}
@@ -288,15 +298,18 @@ func (b bulkRun) run(ctx context.Context, st *stream) []runtime.Outcome {
 // and a flash counting what was claimed and refused, the API with the
 // result of every run in order.
 func (s *Server) bulkAnswer(w http.ResponseWriter, r *http.Request, sf surface, decision string, res []runtime.Decided,
-	claimed []int64, refused []refusedJSON, outs []runtime.Outcome) {
+	claimed []int64, refused []refusedJSON, voted []votedJSON, outs []runtime.Outcome) {
 	if sf.html(r) {
-		s.flash(r.Context(), bulkFlash(decision, claimed, len(outs) < len(claimed), refused, outs))
+		s.flash(r.Context(), bulkFlash(decision, claimed, len(outs) < len(claimed), refused, outs)+votesFlash(voted))
 		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
 		return
 	}
 	results := make([]bulkResult, len(res))
 	for i, d := range res {
 		results[i] = bulkResult{RunID: d.RunID, Status: "claimed"}
+		if v := d.Voted; v != nil {
+			results[i] = bulkResult{RunID: d.RunID, Status: "voted", ApprovalsRequired: v.Required, Votes: v.Votes}
+		}
 		if d.Err != nil {
 			code := runtime.CodeOf(d.Err)
 			if code == "" {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -42,6 +43,9 @@ type decider interface {
 	want(r *http.Request) want
 	// recorded answers a decision the durable path took.
 	recorded(w http.ResponseWriter, r *http.Request, id int64)
+	// voted answers an approval recorded as a vote that did not complete
+	// the count: the turn still waits (see votes.go).
+	voted(w http.ResponseWriter, r *http.Request, v *runtime.Voted)
 	// run carries a claimed continuation out in the request and answers.
 	run(w http.ResponseWriter, r *http.Request, c *runtime.Continuation)
 	// follow answers a request that would have streamed the continuation
@@ -84,7 +88,10 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, sf decider, id i
 	}
 	defer release()
 	c, err := decide(r.Context(), path)
+	var v *runtime.Voted
 	switch {
+	case errors.As(err, &v):
+		sf.voted(w, r, v)
 	case err != nil && s.followed(w, r, sf, id, err, release):
 	case err != nil:
 		s.refuse(w, r, sf, id, err)

@@ -135,13 +135,16 @@ func (s *Server) inboxRun(actor runtime.Actor, p runtime.PendingRun, refused *fo
 	}
 	run.EscalatedTo = p.Turn.Escalated
 	run.EscalatedAway = run.EscalatedTo != "" && !actor.Has(run.EscalatedTo)
+	run.Votes = votesLine(p.Turn.ApprovalsRequired, p.Run.Votes)
 	for _, c := range p.Turn.Calls {
 		call := templates.Call{ID: c.ID, Name: c.Name, Preview: p.Turn.Previews[c.ID],
 			Args: argRows(c.Arguments), Arguments: indent(c.Arguments), Rule: ruleNote(&p.Turn, c.ID)}
 		if t, ok := s.engine.Tool(c.Name); ok {
 			call.Description = t.Spec().Description
 		}
-		if p.Turn.Kind == runtime.TurnApproval && !run.FourEyes {
+		// A turn that needs several approvals is approved whole and as
+		// offered, each approval a vote: neither edits nor choices per call.
+		if p.Turn.Kind == runtime.TurnApproval && !run.FourEyes && p.Turn.ApprovalsRequired <= 1 {
 			call.Edit = editView(c, p.Parameters[c.Name], len(p.Turn.Calls)-1, refused)
 			if len(p.Turn.Calls) > 1 {
 				call.Choice = callChoice(c.ID, refused)

@@ -63,6 +63,7 @@ var answers = map[runtime.Code]answer{
 	runtime.CodeInvalidInput:          {html: http.StatusUnprocessableEntity, api: http.StatusUnprocessableEntity},
 	runtime.CodeStaleTurn:             {http.StatusSeeOther, http.StatusConflict, "The pending action of run %[1]d changed; review it again."},
 	runtime.CodeAlreadyResuming:       {http.StatusSeeOther, http.StatusConflict, "Run %[1]d is already being resumed."},
+	runtime.CodeAlreadyVoted:          {http.StatusSeeOther, http.StatusConflict, "You already approved run %[1]d; it waits for other approvers."},
 	runtime.CodeRunBusy:               {http.StatusSeeOther, http.StatusConflict, "Run %[1]d is still answering; send your message once its turn has ended."},
 	runtime.CodeInvalidRequest:        {http.StatusSeeOther, http.StatusBadRequest, "Run %[1]d: %[2]s."},
 	runtime.CodeNotSettled:            {http.StatusSeeOther, http.StatusConflict, "Run %[1]d has not settled: only a settled run can be erased."},

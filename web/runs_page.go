@@ -32,7 +32,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 		Status: string(run.Status), Reason: run.TerminationReason, Title: run.Title, Prompt: run.Prompt, Answer: run.Answer,
 		Iterations: run.Iterations, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt,
 		Waiting: run.Status.Waiting(), CanCancel: !run.Status.Terminal(), CanErase: run.Status.Terminal(),
-		Turn: run.ConversationTurn, CanFollowUp: run.Status.Terminal()}
+		Votes: votesLine(run.ApprovalsRequired, run.Votes),
+		Turn:  run.ConversationTurn, CanFollowUp: run.Status.Terminal()}
 	if owner, err := s.users.User(r.Context(), run.OwnerID); err == nil {
 		sum.Owner = owner.Name
 	}

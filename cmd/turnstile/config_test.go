@@ -214,7 +214,7 @@ func TestConfigApplyReportsEveryError(t *testing.T) {
 	path := writeFile(t, "agent.yaml", src)
 	want := path + ":2: name must be a string\n" +
 		path + ":14: max_iterations must be a whole number\n" +
-		path + `:16: unknown key "grnt" in the policy of refund_order (allowed: requires_approval, grant, decision_timeout, on_timeout, escalate_grant)`
+		path + `:16: unknown key "grnt" in the policy of refund_order (allowed: requires_approval, grant, approvals_required, decision_timeout, on_timeout, escalate_grant)`
 	stdout, _, err := turnstile(t, dsn, "config", "apply", path)
 	if err == nil || err.Error() != want {
 		t.Errorf("config apply error:\n%v\nwant:\n%s", err, want)

@@ -160,7 +160,7 @@ func TestConfigApplyWarnsAboutAnUnsetSecret(t *testing.T) {
 	before := storedConfigs(t, db)
 	bad := writeFile(t, "bad.yaml", strings.Replace(src, "https://hooks.example.com/t", "ftp://hooks.example.com/t", 1)+"    events: [run.started]\n")
 	_, _, err = turnstile(t, dsn, "config", "apply", bad)
-	wantErr := fmt.Sprintf("%s:%d: notify entry 1: url must be http or https, not \"ftp://hooks.example.com/t\"\n%s:%d: notify entry 1: events: unknown event \"run.started\" (allowed: run.waiting, run.settled, run.expired, run.escalated)",
+	wantErr := fmt.Sprintf("%s:%d: notify entry 1: url must be http or https, not \"ftp://hooks.example.com/t\"\n%s:%d: notify entry 1: events: unknown event \"run.started\" (allowed: run.waiting, run.settled, run.expired, run.escalated, run.voted)",
 		bad, line-1, bad, line+1)
 	if err == nil || err.Error() != wantErr {
 		t.Errorf("config apply of a broken entry = %v\nwant %s", err, wantErr)

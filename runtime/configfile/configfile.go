@@ -215,7 +215,7 @@ func (p *parser) stringList(e entry) (list []string, nodes []*yaml.Node, ok bool
 
 var topKeys = []string{
 	"identifier", "name", "description", "active", "provider", "system_prompt", "title", "tools",
-	"max_iterations", "require_second_approver", "privacy_level", "tool_policies",
+	"max_iterations", "require_second_approver", "approvals_required", "privacy_level", "tool_policies",
 	"mcp_servers", "decision_timeout", "on_timeout", "escalate_grant", "notify", "identity_ttl", "policy",
 }
 
@@ -223,7 +223,7 @@ var mcpServerKeys = []string{"name", "url", "headers", "requires_approval", "met
 
 var providerKeys = []string{"type", "model", "base_url", "api_key_env", "script"}
 
-var policyKeys = []string{"requires_approval", "grant", "decision_timeout", "on_timeout", "escalate_grant"}
+var policyKeys = []string{"requires_approval", "grant", "approvals_required", "decision_timeout", "on_timeout", "escalate_grant"}
 
 // configuration reads the document; what it returns counts only when no
 // error was recorded.
@@ -278,6 +278,7 @@ func (p *parser) configuration(doc *yaml.Node) *runtime.Configuration {
 	if e, ok := top["require_second_approver"]; ok && !yamlnode.IsNull(e.value) {
 		cfg.RequireSecondApprover, _ = p.boolean(e)
 	}
+	cfg.ApprovalsRequired = p.approvals(top)
 	if e, ok := top["max_iterations"]; ok && !yamlnode.IsNull(e.value) {
 		if cfg.MaxIterations, ok = p.integer(e); ok && cfg.MaxIterations == 0 {
 			// Normalize reads 0 as "not given"; written out it is a mistake.
@@ -427,6 +428,7 @@ func (p *parser) policies(e entry, cfg *runtime.Configuration, toolsKnown bool) 
 			if f, ok := fields["grant"]; ok {
 				pol.Grant, _ = p.str(f)
 			}
+			pol.ApprovalsRequired = p.approvals(fields)
 			pol.Deadline = p.deadline(fields)
 		}
 		out[name] = pol
@@ -435,6 +437,22 @@ func (p *parser) policies(e entry, cfg *runtime.Configuration, toolsKnown bool) 
 		return nil
 	}
 	return out
+}
+
+// approvals reads `approvals_required` of the configuration or of a
+// tool's policy: a whole number from 1 to runtime.MaxApprovals, 0 when
+// not given.
+func (p *parser) approvals(fields map[string]entry) int {
+	e, ok := fields["approvals_required"]
+	if !ok || yamlnode.IsNull(e.value) {
+		return 0
+	}
+	n, ok := p.integer(e)
+	if ok && (n < 1 || n > runtime.MaxApprovals) {
+		p.fail(e.value, "approvals_required must be between 1 and %d, not %d", runtime.MaxApprovals, n)
+		return 0
+	}
+	return n
 }
 
 // provider reads `provider` into cfg; toolsKnown false leaves the

@@ -201,7 +201,7 @@ func TestParseReportsEveryError(t *testing.T) {
 	}
 	want := `agent.yaml:3: provider type must be scripted or openai, not "claude"` + "\n" +
 		"agent.yaml:8: max_iterations must be a whole number\n" +
-		`agent.yaml:9: unknown key "privacy" in the configuration (allowed: identifier, name, description, active, provider, system_prompt, title, tools, max_iterations, require_second_approver, privacy_level, tool_policies, mcp_servers, decision_timeout, on_timeout, escalate_grant, notify, identity_ttl, policy)`
+		`agent.yaml:9: unknown key "privacy" in the configuration (allowed: identifier, name, description, active, provider, system_prompt, title, tools, max_iterations, require_second_approver, approvals_required, privacy_level, tool_policies, mcp_servers, decision_timeout, on_timeout, escalate_grant, notify, identity_ttl, policy)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Parse error:\n got %v\nwant %s", err, want)
 	}

@@ -23,6 +23,7 @@ type file struct {
 	Tools                 []string              `yaml:"tools"`
 	MaxIterations         int                   `yaml:"max_iterations,omitempty"`
 	RequireSecondApprover bool                  `yaml:"require_second_approver"`
+	ApprovalsRequired     int                   `yaml:"approvals_required,omitempty"`
 	PrivacyLevel          runtime.PrivacyLevel  `yaml:"privacy_level,omitempty"`
 	ToolPolicies          map[string]toolPolicy `yaml:"tool_policies,omitempty"`
 	MCPServers            []mcpServer           `yaml:"mcp_servers,omitempty"`
@@ -76,6 +77,7 @@ type provider struct {
 type toolPolicy struct {
 	RequiresApproval *bool  `yaml:"requires_approval,omitempty"`
 	Grant            string `yaml:"grant,omitempty"`
+	Approvals        int    `yaml:"approvals_required,omitempty"`
 	deadline         `yaml:",inline"`
 }
 
@@ -92,6 +94,7 @@ func Marshal(cfg *runtime.Configuration) ([]byte, error) {
 		Tools:                 cfg.Tools,
 		MaxIterations:         cfg.MaxIterations,
 		RequireSecondApprover: cfg.RequireSecondApprover,
+		ApprovalsRequired:     cfg.ApprovalsRequired,
 		PrivacyLevel:          cfg.PrivacyLevel,
 		IdentityTTL:           cfg.IdentityTTL,
 		deadline:              deadline(cfg.Deadline),
@@ -115,7 +118,8 @@ func Marshal(cfg *runtime.Configuration) ([]byte, error) {
 	if len(cfg.ToolPolicies) > 0 {
 		f.ToolPolicies = make(map[string]toolPolicy, len(cfg.ToolPolicies))
 		for name, pol := range cfg.ToolPolicies {
-			f.ToolPolicies[name] = toolPolicy{RequiresApproval: pol.RequiresApproval, Grant: pol.Grant, deadline: deadline(pol.Deadline)}
+			f.ToolPolicies[name] = toolPolicy{RequiresApproval: pol.RequiresApproval, Grant: pol.Grant,
+				Approvals: pol.ApprovalsRequired, deadline: deadline(pol.Deadline)}
 		}
 	}
 	for _, srv := range cfg.MCPServers {

@@ -61,7 +61,7 @@ func TestParseNotifyErrors(t *testing.T) {
 		{"no scheme", 9, "  - url: hooks.example.com/x", `agent.yaml:9: notify entry 1: url must be http or https, not "hooks.example.com/x"`},
 		{"no host", 9, "  - url: https:///x", `agent.yaml:9: notify entry 1: url "https:///x" has no host`},
 		{"unknown event", 11, "    events: [run.waiting, run.finished]",
-			`agent.yaml:11: notify entry 1: events: unknown event "run.finished" (allowed: run.waiting, run.settled, run.expired, run.escalated)`},
+			`agent.yaml:11: notify entry 1: events: unknown event "run.finished" (allowed: run.waiting, run.settled, run.expired, run.escalated, run.voted)`},
 		{"event twice", 11, "    events: [run.waiting, run.waiting]", "agent.yaml:11: notify entry 1: event run.waiting is listed twice (first on line 11)"},
 		{"events no list", 11, "    events: run.waiting", "agent.yaml:11: events must be a list of strings"},
 		{"unknown format", 13, "    format: teams", `agent.yaml:13: notify entry 2: format must be standard or slack, not "teams"`},
@@ -105,7 +105,7 @@ func TestParseNotifyReportsEveryError(t *testing.T) {
 	src = replaceLine(t, src, 14, "  - {secret_env: X}")
 	_, err := Parse("agent.yaml", []byte(src), knownTool)
 	want := `agent.yaml:9: notify entry 1: url must be http or https, not "ftp://x"` + "\n" +
-		`agent.yaml:11: notify entry 1: events: unknown event "run.done" (allowed: run.waiting, run.settled, run.expired, run.escalated)` + "\n" +
+		`agent.yaml:11: notify entry 1: events: unknown event "run.done" (allowed: run.waiting, run.settled, run.expired, run.escalated, run.voted)` + "\n" +
 		`agent.yaml:13: notify entry 2: format must be standard or slack, not "teams"` + "\n" +
 		"agent.yaml:14: notify entry 3 needs a url (http or https)"
 	if err == nil || err.Error() != want {
@@ -147,7 +147,7 @@ func TestNormalizeChecksNotify(t *testing.T) {
 	}{
 		{runtime.Notify{}, "configuration x: notify 1: url is required"},
 		{runtime.Notify{URL: "mailto:ops@example.com"}, `configuration x: notify 1: url must be http or https, not "mailto:ops@example.com"`},
-		{runtime.Notify{URL: "https://h/", Events: []string{"run.started"}}, `configuration x: notify 1: events: unknown event "run.started" (allowed: run.waiting, run.settled, run.expired, run.escalated)`},
+		{runtime.Notify{URL: "https://h/", Events: []string{"run.started"}}, `configuration x: notify 1: events: unknown event "run.started" (allowed: run.waiting, run.settled, run.expired, run.escalated, run.voted)`},
 		{runtime.Notify{URL: "https://h/", Events: []string{"run.waiting", "run.waiting"}}, "configuration x: notify 1: events names run.waiting twice"},
 		{runtime.Notify{URL: "https://h/", Format: "teams"}, `configuration x: notify 1: format must be standard or slack, not "teams"`},
 		{runtime.Notify{URL: "https://h/", SecretEnv: "not a name"}, "configuration x: notify 1: secret_env must name an environment variable (letters, digits and _), not hold the secret itself"},
