@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 )
 
 // Claim moves a waiting run on and records its decision in one
 // transaction; claims made at the same time are made together (see
-// claimQueue), each still guarded on its own. The turn digest is part of the guard, so a form rendered for
+// groupCommit), each still guarded on its own. The turn digest is part of the guard, so a form rendered for
 // an earlier turn can never claim a later one; the decisions table's unique
 // key on (run_id, turn_digest) makes a second decision of one turn
 // impossible even if the guard were wrong. runtime.ErrClaimLost when the
@@ -24,7 +23,7 @@ func (s *Store) Claim(ctx context.Context, c runtime.Claim) error {
 		// An expiry's claim, with its outbox rows: rare, and on its own.
 		return s.claimOne(ctx, c)
 	}
-	return s.claims.claim(s, c)
+	return s.claims.make(c.RunID, c, claimChunk, s.claimBatch)
 }
 
 // claimOne is a claim on its own. A claim whose commit the cluster did
@@ -203,81 +202,12 @@ func (s *Store) claimsKept(ctx context.Context, marks []claimMark) (map[int64]cl
 	return fates, nil
 }
 
-// claimQueue makes the claims that arrive while others are being made in
-// one batch (ClaimMany): a group commit. An idle server claims each on its
-// own, in one round trip, as before; under load the claims that queued up
-// behind a batch go together in the next, in one transaction of a few round
-// trips instead of a transaction each, every one still guarded by its own
-// status and digest and classified on its own. One batch is in flight at a
-// time; a batch holds at most one claim per run (racers for one run go in
-// later batches, where their guards say they lost) and at most claimChunk.
-type claimQueue struct {
-	mu       sync.Mutex
-	waiting  []queuedClaim
-	draining bool
-}
-
-type queuedClaim struct {
-	c    runtime.Claim
-	done chan error
-}
-
-// claim queues c and waits for its batch. The batch runs on a context of
-// its own: a claim the database makes is made whether or not the client
-// that asked still waits, as for a single claim.
-func (q *claimQueue) claim(s *Store, c runtime.Claim) error {
-	done := make(chan error, 1)
-	q.mu.Lock()
-	q.waiting = append(q.waiting, queuedClaim{c: c, done: done})
-	if !q.draining {
-		q.draining = true
-		go q.drain(s)
-	}
-	q.mu.Unlock()
-	return <-done
-}
-
-// drain makes the queued claims, batch after batch, until none waits.
-func (q *claimQueue) drain(s *Store) {
+// claimBatch makes a batch of the claim queue: a claim on its own, or
+// many together (ClaimMany).
+func (s *Store) claimBatch(batch []runtime.Claim) []error {
 	ctx := context.Background()
-	for {
-		batch := q.next()
-		if len(batch) == 0 {
-			return
-		}
-		if len(batch) == 1 {
-			batch[0].done <- s.claimOne(ctx, batch[0].c)
-			continue
-		}
-		claims := make([]runtime.Claim, len(batch))
-		for i, b := range batch {
-			claims[i] = b.c
-		}
-		for i, err := range s.ClaimMany(ctx, claims) {
-			batch[i].done <- err
-		}
+	if len(batch) == 1 {
+		return []error{s.claimOne(ctx, batch[0])}
 	}
-}
-
-// next takes the next batch off the queue, or ends the drain when the
-// queue is empty.
-func (q *claimQueue) next() []queuedClaim {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.waiting) == 0 {
-		q.draining = false
-		return nil
-	}
-	var batch, rest []queuedClaim
-	runs := map[int64]bool{}
-	for _, w := range q.waiting {
-		if runs[w.c.RunID] || len(batch) == claimChunk {
-			rest = append(rest, w)
-			continue
-		}
-		runs[w.c.RunID] = true
-		batch = append(batch, w)
-	}
-	q.waiting = rest
-	return batch
+	return s.ClaimMany(ctx, batch)
 }

@@ -88,7 +88,7 @@ func TestClaimTriesAgainAfterALockWaitTimeout(t *testing.T) {
 	}
 }
 
-// Claims made at the same time go in batches (claimQueue): 3 racers for
+// Claims made at the same time go in batches (groupCommit): 3 racers for
 // each of 20 runs, at once, end with one win and one decision per run and
 // every other racer told its claim was lost. What a batch writes is what a
 // single claim writes, an edit's arguments and a decision by nobody too.

@@ -137,6 +137,27 @@ func (s *Store) ClaimMany(ctx context.Context, claims []runtime.Claim) []error {
 	return errs
 }
 
+// chunkTx begins a transaction of a few round trips (a chunk of claims or
+// votes) on a connection of its own, with begin and its arguments; the
+// caller closes the connection, after rollback unless it committed.
+func (s *Store) chunkTx(ctx context.Context, begin string, args ...any) (*sqlx.Conn, func(), error) {
+	conn, err := s.db.Connx(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rollback := func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn }) // never reuse it
+		}
+	}
+	if _, err := conn.ExecContext(ctx, begin, args...); err != nil {
+		rollback()
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, rollback, nil
+}
+
 // errChunkMoved: a chunk's UPDATE changed other rows than its locking
 // read promised; it is rolled back and claimed one run at a time.
 var errChunkMoved = errors.New("store: a bulk claim changed other rows than it locked")
@@ -146,19 +167,11 @@ var errChunkMoved = errors.New("store: a bulk claim changed other rows than it l
 // their own: those the cluster did not keep, where no other claim decided
 // their turn (see claimsKept).
 func (s *Store) claimChunk(ctx context.Context, claims []runtime.Claim, chunk []int) (won map[int]bool, again []int, err error) {
-	conn, err := s.db.Connx(ctx)
+	conn, rollback, err := s.chunkTx(ctx, "START TRANSACTION")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer conn.Close()
-	rollback := func() {
-		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
-			conn.Raw(func(any) error { return driver.ErrBadConn }) // never reuse it
-		}
-	}
-	if _, err := conn.ExecContext(ctx, "START TRANSACTION"); err != nil {
-		return nil, nil, err
-	}
 	ids := make([]any, len(chunk))
 	for k, i := range chunk {
 		ids[k] = claims[i].RunID

@@ -25,7 +25,8 @@ type Store struct {
 	db      *sqlx.DB
 	synced  *sqlx.DB // see SyncReads; nil on a single server
 	configs configCache
-	claims  claimQueue
+	claims  groupCommit[runtime.Claim]
+	votes   groupCommit[runtime.Ballot]
 }
 
 // New wraps an open database.

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/turnstile-dev/turnstile/runtime"
 )
@@ -34,7 +36,31 @@ var _ runtime.VoteStore = (*Store)(nil)
 // turn has other votes than b.Prior; runtime.ErrAlreadyVoted when the
 // user voted on the turn already (the votes' key); both with nothing
 // written.
+//
+// Votes that claim nothing, made at the same time, go together (see
+// groupCommit and voteMany).
 func (s *Store) Vote(ctx context.Context, b runtime.Ballot) error {
+	if b.Claim != nil {
+		return s.voteOne(ctx, b)
+	}
+	return s.votes.make(b.RunID, b, voteChunk, s.voteBatch)
+}
+
+// voteChunk is how many votes one transaction of voteMany carries.
+const voteChunk = 125
+
+// voteBatch makes a batch of the vote queue: a vote on its own, or many
+// together.
+func (s *Store) voteBatch(batch []runtime.Ballot) []error {
+	ctx := context.Background()
+	if len(batch) == 1 {
+		return []error{s.voteOne(ctx, batch[0])}
+	}
+	return s.voteMany(ctx, batch)
+}
+
+// voteOne is Vote's transaction for one ballot.
+func (s *Store) voteOne(ctx context.Context, b runtime.Ballot) error {
 	nonce := rand.Int64()
 	var sc script
 	sc.add("START TRANSACTION")
@@ -55,14 +81,7 @@ func (s *Store) Vote(ctx context.Context, b runtime.Ballot) error {
 				AND EXISTS (SELECT 1 FROM decisions WHERE run_id = ? AND turn_digest = ? AND claim = ?)`,
 			b.RunID, b.Digest, b.UserID, b.Prior, b.RunID, b.Digest, nonce)
 	} else {
-		vote = sc.add(`INSERT INTO votes (run_id, turn_digest, user_id, voted_at)
-			SELECT id, turn_digest, ?, NOW(6) FROM runs WHERE id = ? AND status = ? AND turn_digest = ? AND @prior = ?`,
-			b.UserID, b.RunID, b.From, b.Digest, b.Prior)
-		sc.add("SET @voted = ROW_COUNT()")
-		// Every vote writes the run's row: on a cluster, two votes on two
-		// nodes then conflict at certification (see above).
-		sc.add("UPDATE runs SET updated_at = NOW(6) WHERE id = ? AND @voted = 1", b.RunID)
-		addDeliveries(&sc, "@voted = 1", b.Notifications)
+		vote = addVote(&sc, b)
 	}
 	sc.add("COMMIT")
 	res, err := sc.runContended(ctx, s.db)
@@ -76,14 +95,7 @@ func (s *Store) Vote(ctx context.Context, b runtime.Ballot) error {
 	case res.affected(vote) != 1:
 		return fmt.Errorf("store: vote on run %d: %w", b.RunID, runtime.ErrClaimLost)
 	}
-	kept, err := s.voteKept(ctx, b, nonce)
-	if err != nil {
-		return fmt.Errorf("store: vote on run %d: %w", b.RunID, err)
-	}
-	if !kept {
-		return fmt.Errorf("store: vote on run %d: %w", b.RunID, runtime.ErrClaimLost)
-	}
-	return nil
+	return s.kept(ctx, b, nonce)
 }
 
 // voteKept says whether the cluster kept a vote whose COMMIT was answered
@@ -104,4 +116,129 @@ func (s *Store) voteKept(ctx context.Context, b runtime.Ballot, nonce int64) (bo
 		return false, fmt.Errorf("read back vote: %w", err)
 	}
 	return n == 1, nil
+}
+
+// addVote adds the statements of a vote that claims nothing, after its
+// run's lock and @prior count: the vote's row, while the run waits on the
+// digest with the count the voter saw, and its notifications.
+func addVote(sc *script, b runtime.Ballot) stmt {
+	vote := sc.add(`INSERT INTO votes (run_id, turn_digest, user_id, voted_at)
+		SELECT id, turn_digest, ?, NOW(6) FROM runs WHERE id = ? AND status = ? AND turn_digest = ? AND @prior = ?`,
+		b.UserID, b.RunID, b.From, b.Digest, b.Prior)
+	sc.add("SET @voted = ROW_COUNT()")
+	// Every vote writes the run's row: on a cluster, two votes on two
+	// nodes then conflict at certification (see Vote).
+	sc.add("UPDATE runs SET updated_at = NOW(6) WHERE id = ? AND @voted = 1", b.RunID)
+	addDeliveries(sc, "@voted = 1", b.Notifications)
+	return vote
+}
+
+// voteMany makes votes on different runs, none of which claims, together
+// (voteChunk). A vote the chunk did not make (a second vote of one person,
+// a count that moved, a run that moved on) and every vote of a chunk that
+// failed as a whole are made again on their own (voteOne), which says
+// exactly why.
+func (s *Store) voteMany(ctx context.Context, batch []runtime.Ballot) []error {
+	won, err := s.voteChunk(ctx, batch)
+	errs := make([]error, len(batch))
+	for i, b := range batch {
+		if err == nil && won[i] {
+			errs[i] = s.kept(ctx, b, 0)
+			continue
+		}
+		errs[i] = s.voteOne(ctx, b)
+	}
+	return errs
+}
+
+// voteChunk makes votes on different runs in one transaction of three
+// round trips, as ClaimMany claims: the runs locked in id order (so that
+// chunks, bulks and claims never wait on each other in a cycle), then
+// their status, digest and count of votes read under those locks, then
+// one multi-row INSERT of the votes whose guard holds, the runs' rows
+// written and the notifications, with the COMMIT. The transaction reads
+// committed data: the count is then read once every lock is held, and
+// every vote committed on those runs is in it (each wrote its run's row,
+// so it committed before the lock was granted). Under repeatable read the
+// snapshot of the first read could be older than a lock, and two voters
+// would each count themselves first of two. It returns which votes it
+// made, by index.
+func (s *Store) voteChunk(ctx context.Context, batch []runtime.Ballot) ([]bool, error) {
+	ids := make([]any, len(batch))
+	for i, b := range batch {
+		ids[i] = b.RunID
+	}
+	slices.SortFunc(ids, func(a, b any) int { return cmp.Compare(a.(int64), b.(int64)) })
+	in := placeholders(len(ids))
+	conn, rollback, err := s.chunkTx(ctx, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; "+
+		"SELECT id FROM runs WHERE id IN ("+in+") ORDER BY id FOR UPDATE", ids...)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	var rows []struct {
+		ID     int64  `db:"id"`
+		Status string `db:"status"`
+		Digest string `db:"turn_digest"`
+		Votes  int    `db:"votes"`
+	}
+	err = conn.SelectContext(ctx, &rows, `SELECT r.id, r.status, COALESCE(r.turn_digest, '') AS turn_digest,
+		(SELECT COUNT(*) FROM votes v WHERE v.run_id = r.id AND v.turn_digest = r.turn_digest) AS votes
+		FROM runs r WHERE r.id IN (`+in+`)`, ids...)
+	if err != nil {
+		rollback()
+		return nil, err
+	}
+	now := make(map[int64]int, len(rows))
+	for k, r := range rows {
+		now[r.ID] = k
+	}
+	won := make([]bool, len(batch))
+	var votes, notes [][]any
+	var runs []any
+	for i, b := range batch {
+		k, ok := now[b.RunID]
+		if !ok || rows[k].Status != string(b.From) || rows[k].Digest != b.Digest || rows[k].Votes != b.Prior {
+			continue
+		}
+		won[i] = true
+		votes = append(votes, []any{b.RunID, b.Digest, b.UserID})
+		runs = append(runs, b.RunID)
+		for _, d := range b.Notifications {
+			notes = append(notes, deliveryRow(d))
+		}
+	}
+	if len(votes) == 0 {
+		rollback()
+		return won, nil
+	}
+	var sc script
+	sc.add(valuesInsert("INSERT INTO votes (run_id, turn_digest, user_id)", votes))
+	for _, row := range votes {
+		sc.args = append(sc.args, row...)
+	}
+	// Every vote writes its run's row: on a cluster, two votes on two
+	// nodes then conflict at certification (see Vote).
+	sc.add("UPDATE runs SET updated_at = NOW(6) WHERE id IN ("+placeholders(len(runs))+")", runs...)
+	sc.guardedRows("INSERT INTO webhook_deliveries "+deliveryColumns, "TRUE", notes)
+	sc.add("COMMIT")
+	// A second vote of one person (the votes' key) stops the script
+	// before its COMMIT.
+	if _, err := sc.exec(ctx, conn.Conn); err != nil {
+		rollback()
+		return nil, err
+	}
+	return won, nil
+}
+// kept is a committed vote as the cluster kept it (voteKept): nil, or
+// ErrClaimLost for a vote the cluster did not keep.
+func (s *Store) kept(ctx context.Context, b runtime.Ballot, nonce int64) error {
+	ok, err := s.voteKept(ctx, b, nonce)
+	switch {
+	case err != nil:
+		return fmt.Errorf("store: vote on run %d: %w", b.RunID, err)
+	case !ok:
+		return fmt.Errorf("store: vote on run %d: %w", b.RunID, runtime.ErrClaimLost)
+	}
+	return nil
 }
