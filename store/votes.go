@@ -230,6 +230,7 @@ func (s *Store) voteChunk(ctx context.Context, batch []runtime.Ballot) ([]bool, 
 	}
 	return won, nil
 }
+
 // kept is a committed vote as the cluster kept it (voteKept): nil, or
 // ErrClaimLost for a vote the cluster did not keep.
 func (s *Store) kept(ctx context.Context, b runtime.Ballot, nonce int64) error {
