@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // MaxBulk is the most decisions one DecideMany takes.
@@ -145,11 +146,12 @@ func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest, choose Pa
 	}
 	var claims []Claim
 	var decisions []DecisionRecord
-	var at []int // the request of each claim
+	var at []int     // the request of each claim
+	var voting []int // the requests that are votes
 	for _, i := range passed {
 		req, p := reqs[i], &pipes[i]
 		if p.needsVotes() {
-			out[i].Continuation, out[i].Voted, out[i].Err = p.bulkVote(ctx, req)
+			voting = append(voting, i)
 			continue
 		}
 		d := DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}
@@ -165,6 +167,7 @@ func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest, choose Pa
 		}
 		claims, decisions, at = append(claims, c), append(decisions, d), append(at, i)
 	}
+	bulkVotes(ctx, reqs, pipes, voting, out)
 	if len(claims) == 0 {
 		return out
 	}
@@ -179,9 +182,27 @@ func (e *Engine) DecideMany(ctx context.Context, reqs []DecideRequest, choose Pa
 	return out
 }
 
+// bulkVoteLanes bounds how many of a bulk's votes are made at once.
+const bulkVoteLanes = 32
+
+// bulkVotes makes a bulk's votes (the requests at voting), before its
+// batch of claims, many at once: they meet in the store's vote queue,
+// which makes the votes that arrive together in one transaction.
+func bulkVotes(ctx context.Context, reqs []DecideRequest, pipes []pipeline, voting []int, out []Decided) {
+	lanes := make(chan struct{}, bulkVoteLanes)
+	var wg sync.WaitGroup
+	for _, i := range voting {
+		lanes <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-lanes }()
+			out[i].Continuation, out[i].Voted, out[i].Err = pipes[i].bulkVote(ctx, reqs[i])
+		})
+	}
+	wg.Wait()
+}
+
 // bulkVote is a bulk's approval of a turn that needs votes: a vote of
-// its own, on the path chosen for it, made before the bulk's batch of
-// claims. A vote that claims nothing leaves its path unused (a caller's
+// its own, on the path chosen for it. A vote that claims nothing leaves its path unused (a caller's
 // slot goes back, as a refused run's does).
 func (p *pipeline) bulkVote(ctx context.Context, req DecideRequest) (*Continuation, *Voted, error) {
 	d := DecisionRecord{Kind: req.Decision, Scope: req.Scope, Reason: req.Reason}

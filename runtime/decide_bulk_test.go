@@ -151,14 +151,21 @@ func TestDecideManyRacingSingles(t *testing.T) {
 // BenchmarkBulkDurable decides a bulk of 500 waiting runs on the durable
 // path, as POST /api/decisions does without a stream: one read of all the
 // runs and their configuration, the checks of each, and the claims in a
-// few scripts. It reports decisions per second.
+// few scripts. It reports decisions per second. Its votes case is the
+// same bulk of runs that each need two approvals: 500 votes, each the
+// first of its turn, made many at once (see bulkVotes).
 //
 //	go test -run '^$' -bench BulkDurable -benchtime 20x ./runtime/
 func BenchmarkBulkDurable(b *testing.B) {
+	b.Run("decisions", func(b *testing.B) { benchmarkBulkDurable(b, refundYAML, "refund") })
+	b.Run("votes", func(b *testing.B) { benchmarkBulkDurable(b, votesYAML, "votes") })
+}
+
+func benchmarkBulkDurable(b *testing.B, yaml, cfg string) {
 	const bulk = 500
-	f := newFixture(b, 0, refundYAML)
+	f := newFixture(b, 0, yaml)
 	ctx := context.Background()
-	tmpl, _ := f.start(b, "refund", runtime.OriginInteractive)
+	tmpl, _ := f.start(b, cfg, runtime.OriginInteractive)
 	// Copies of one waiting run: the same turn, so the same digest, each
 	// a run of its own (the digest is unique per run, not overall).
 	var cols []string
@@ -198,8 +205,8 @@ func BenchmarkBulkDurable(b *testing.B) {
 		res := f.Engine.DecideMany(ctx, reqs, nil)
 		total += time.Since(start)
 		for _, r := range res {
-			if r.Err != nil {
-				b.Fatalf("run %d: %v", r.RunID, r.Err)
+			if r.Err != nil || (cfg == "votes") != (r.Voted != nil) {
+				b.Fatalf("run %d: %v (voted %v)", r.RunID, r.Err, r.Voted != nil)
 			}
 			decided++
 		}
