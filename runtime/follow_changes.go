@@ -43,6 +43,7 @@ const (
 	ChangeStarted ChangeKind = "started" // created, or a follow-up's turn started
 	ChangeWaiting ChangeKind = "waiting" // paused for a person
 	ChangeDecided ChangeKind = "decided" // a person's (or an expiry's) claim won
+	ChangeVoted   ChangeKind = "voted"   // an approval counted towards a turn that needs several
 	ChangeSettled ChangeKind = "settled" // completed, failed or cancelled
 	ChangeErased  ChangeKind = "erased"
 )

@@ -259,6 +259,10 @@ func TestVotesStorm(t *testing.T) {
 			AND v.user_id = d.decided_by WHERE d.run_id = ?`, p.RunID); got != 1 {
 			t.Errorf("run %d: the decision is not one of its voters'", p.RunID)
 		}
+		// Each vote that claimed nothing told the feed, once.
+		if got := w.Count(t, "SELECT COUNT(*) FROM run_changes WHERE run_id = ? AND change_kind = ?", p.RunID, runtime.ChangeVoted); got != need-1 {
+			t.Errorf("run %d: %d voted changes in the feed, want %d", p.RunID, got, need-1)
+		}
 	}
 }
 

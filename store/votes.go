@@ -130,7 +130,15 @@ func addVote(sc *script, b runtime.Ballot) stmt {
 	// nodes then conflict at certification (see Vote).
 	sc.add("UPDATE runs SET updated_at = NOW(6) WHERE id = ? AND @voted = 1", b.RunID)
 	addDeliveries(sc, "@voted = 1", b.Notifications)
+	sc.change("@voted = 1", voteChange(b))
 	return vote
+}
+
+// voteChange is the feed's change-log row of a vote that claimed nothing:
+// open inboxes show the new count without a reload.
+func voteChange(b runtime.Ballot) runChange {
+	return runChange{runID: b.RunID, change: runtime.ChangeVoted, status: b.From,
+		decision: runtime.DecisionApprove, decidedBy: b.UserID}
 }
 
 // voteMany makes votes on different runs, none of which claims, together
@@ -156,7 +164,7 @@ func (s *Store) voteMany(ctx context.Context, batch []runtime.Ballot) []error {
 // chunks, bulks and claims never wait on each other in a cycle), then
 // their status, digest and count of votes read under those locks, then
 // one multi-row INSERT of the votes whose guard holds, the runs' rows
-// written and the notifications, with the COMMIT. The transaction reads
+// written, the notifications and the feed's changes, with the COMMIT. The transaction reads
 // committed data: the count is then read once every lock is held, and
 // every vote committed on those runs is in it (each wrote its run's row,
 // so it committed before the lock was granted). Under repeatable read the
@@ -196,6 +204,7 @@ func (s *Store) voteChunk(ctx context.Context, batch []runtime.Ballot) ([]bool, 
 	won := make([]bool, len(batch))
 	var votes, notes [][]any
 	var runs []any
+	var changes []runChange
 	for i, b := range batch {
 		k, ok := now[b.RunID]
 		if !ok || rows[k].Status != string(b.From) || rows[k].Digest != b.Digest || rows[k].Votes != b.Prior {
@@ -204,6 +213,7 @@ func (s *Store) voteChunk(ctx context.Context, batch []runtime.Ballot) ([]bool, 
 		won[i] = true
 		votes = append(votes, []any{b.RunID, b.Digest, b.UserID})
 		runs = append(runs, b.RunID)
+		changes = append(changes, voteChange(b))
 		for _, d := range b.Notifications {
 			notes = append(notes, deliveryRow(d))
 		}
@@ -221,6 +231,7 @@ func (s *Store) voteChunk(ctx context.Context, batch []runtime.Ballot) ([]bool, 
 	// nodes then conflict at certification (see Vote).
 	sc.add("UPDATE runs SET updated_at = NOW(6) WHERE id IN ("+placeholders(len(runs))+")", runs...)
 	sc.guardedRows("INSERT INTO webhook_deliveries "+deliveryColumns, "TRUE", notes)
+	sc.change("", changes...)
 	sc.add("COMMIT")
 	// A second vote of one person (the votes' key) stops the script
 	// before its COMMIT.

@@ -43,9 +43,10 @@ type runChangeLine struct {
 	Configuration string `json:"configuration"`
 	Title         string `json:"title,omitempty"`
 	Turn          int    `json:"turn"`
-	// Decision is the kind of a decided turn (approve, deny, input), and
-	// DecidedBy who decided it; both empty for other changes, DecidedBy
-	// for a decision by nobody (an expiry) too.
+	// Decision is the kind of a decided turn (approve, deny, mixed,
+	// input), and DecidedBy who decided it; of a vote, approve and the
+	// voter; both empty for other changes, DecidedBy for a decision by
+	// nobody (an expiry) too.
 	Decision  string `json:"decision,omitempty"`
 	DecidedBy string `json:"decided_by,omitempty"`
 }

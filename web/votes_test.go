@@ -99,9 +99,15 @@ func TestVotesAPI(t *testing.T) {
 	paused, _ := a.Waiting(t, "votes")
 	alice, bob := a.bearer(t, "approver", "run:decide"), a.bearer(t, "approver2", "run:decide")
 	path := runPathAPI(paused.RunID, "/decisions")
+	feed := openFeed(t, a, a.bearer(t, "admin", runtime.ScopeRunRead), "")
 
 	got := alice.call(t, a, http.MethodPost, path, approveBody(t, paused.Digest), nil)
 	v := got.wantKeys(t, http.StatusOK, "run_id", "status", "approvals_required", "votes")
+	// The feed tells of the vote, so that open inboxes count it.
+	if l := change(t, feed, paused.RunID, "voted"); l.Value["decided_by"] != "approver" || l.Value["decision"] != "approve" ||
+		l.Value["status"] != "waiting_for_approval" {
+		t.Errorf("the feed's voted line %s, want approve by approver, still waiting", l)
+	}
 	if v["status"] != "voted" || v["approvals_required"] != float64(2) {
 		t.Errorf("the vote's answer %v", v)
 	}
@@ -128,6 +134,9 @@ func TestVotesAPI(t *testing.T) {
 		t.Errorf("the second vote is not answered as an approval: %s", got.body)
 	}
 	a.WaitStatus(t, paused.RunID, runtime.StatusCompleted, waitFor)
+	if l := change(t, feed, paused.RunID, "decided"); l.Value["decided_by"] != "approver2" {
+		t.Errorf("the feed's decided line %s, want the second voter's decision", l)
+	}
 }
 
 // A deny by anyone who may decide ends a voted turn at once.

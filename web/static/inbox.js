@@ -251,7 +251,11 @@
 		if (!fresh) return;
 		var old = cardOf(id);
 		if (old) {
-			if (E.attr(old, 'data-digest') !== E.attr(fresh, 'data-digest') && !mine(old)) old.replaceWith(fresh);
+			if (E.attr(old, 'data-digest') !== E.attr(fresh, 'data-digest')) {
+				if (!mine(old)) old.replaceWith(fresh);
+			} else {
+				recount(old, fresh);
+			}
 			return;
 		}
 		if (mode !== 'all') {
@@ -260,6 +264,14 @@
 			return;
 		}
 		E.append(cards, fresh);
+	}
+
+	// recount brings a card's count of approvals up to date (someone voted
+	// on its turn), leaving the rest of the card, and what was typed into
+	// it, as it is.
+	function recount(old, fresh) {
+		var was = one(old, '[data-testid="votes"]'), now = one(fresh, '[data-testid="votes"]');
+		if (was && now && was.textContent !== now.textContent) was.textContent = now.textContent;
 	}
 
 	// gone replaces the card of a run that waits no more with who decided
