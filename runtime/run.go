@@ -105,7 +105,7 @@ type Run struct {
 	// (see votes.go), 0 for one; Votes are the votes on that turn so far,
 	// where a read of one run or of the waiting runs reads them.
 	ApprovalsRequired int   `db:"approvals_required"`
-	Votes             Votes `db:"votes"`
+	Votes             Votes `db:"-"` // read apart (the store's readVotes)
 }
 
 // Role is what a user may do beyond deciding their own runs.

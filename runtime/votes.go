@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -36,40 +35,8 @@ type Vote struct {
 	At     time.Time `json:"at"`
 }
 
-// Votes are the votes on a run's current turn, oldest first. The store
-// reads them as one JSON array (see Scan).
+// Votes are the votes on a run's current turn, oldest first.
 type Votes []Vote
-
-// Scan reads the JSON array the store selects ([{"user_id", "user",
-// "at"}]); NULL is no vote.
-func (v *Votes) Scan(src any) error {
-	var raw []byte
-	switch s := src.(type) {
-	case nil:
-		*v = nil
-		return nil
-	case []byte:
-		raw = s
-	case string:
-		raw = []byte(s)
-	default:
-		return fmt.Errorf("runtime: votes: cannot read %T", src)
-	}
-	var rows []struct {
-		UserID int64     `json:"user_id"`
-		User   string    `json:"user"`
-		At     time.Time `json:"at"`
-	}
-	if err := json.Unmarshal(raw, &rows); err != nil {
-		return fmt.Errorf("runtime: votes: %w", err)
-	}
-	out := make(Votes, len(rows))
-	for i, r := range rows {
-		out[i] = Vote{UserID: r.UserID, User: r.User, At: r.At}
-	}
-	*v = out
-	return nil
-}
 
 // By reports whether the user voted.
 func (v Votes) By(userID int64) bool {

@@ -53,6 +53,13 @@ func (s *Store) RunsForDecision(ctx context.Context, ids []int64) (map[int64]run
 	if err := s.db.SelectContext(ctx, &rows, q, args...); err != nil {
 		return nil, fmt.Errorf("store: read %d runs for decision: %w", len(ids), err)
 	}
+	runs := make([]*runtime.Run, len(rows))
+	for i := range rows {
+		runs[i] = &rows[i].Run
+	}
+	if err := readVotes(ctx, s.db, runs...); err != nil {
+		return nil, err
+	}
 	// A bulk's runs mostly share a few configurations: each is decoded
 	// once, and the runs share it, as they would share its row.
 	cfgs := map[int64]*runtime.Configuration{}

@@ -47,6 +47,9 @@ func (s *Store) WaitingPage(ctx context.Context, q runtime.WaitingQuery) ([]*run
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: waiting runs: %w", err)
 	}
+	if err := readVotes(ctx, s.db, runs...); err != nil {
+		return nil, 0, err
+	}
 	return runs, total, nil
 }
 
@@ -98,6 +101,13 @@ func (s *Store) History(ctx context.Context, q runtime.HistoryQuery, limit int) 
 		WHERE `+filter+` ORDER BY r.id DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: run history: %w", err)
+	}
+	runs := make([]*runtime.Run, len(rows))
+	for i := range rows {
+		runs[i] = &rows[i].Run
+	}
+	if err := readVotes(ctx, s.db, runs...); err != nil {
+		return nil, err
 	}
 	return rows, nil
 }
