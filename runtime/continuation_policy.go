@@ -91,10 +91,14 @@ func (c *Continuation) ruleDecide(ctx context.Context, r *Rule, calls []ToolCall
 	if c.durable {
 		path = PathDurable
 	}
-	d := &DecisionRecord{RunID: c.run.ID, TurnDigest: digest, Kind: kind, Tools: strings.Join(turn.ToolNames(), ","),
-		Scope: ScopeOnce, Reason: r.Reason, DeciderName: by, Path: path, Policy: r.Name}
+	// Stored as a person's decision is, its reason sealed in its place.
+	d, err := c.e.sealDecision(DecisionRecord{RunID: c.run.ID, TurnDigest: digest, Kind: kind, Tools: strings.Join(turn.ToolNames(), ","),
+		Scope: ScopeOnce, Reason: r.Reason, DeciderName: by, Path: path, Policy: r.Name})
+	if err != nil {
+		return err
+	}
 	p := ApprovalPayload{By: by, Decision: kind, Calls: len(calls), Scope: ScopeOnce, Reason: r.Reason}
-	return c.record(ctx, c.state.Iterations, 0, p, func(cm *Commit) { cm.Decision = d })
+	return c.record(ctx, c.state.Iterations, 0, p, func(cm *Commit) { cm.Decision = &d })
 }
 
 // rulesAsk sets the approvals the turn's calls need from the rules that

@@ -66,6 +66,7 @@ type HistoryRow struct {
 	RuleKind     *string    `db:"rule_kind"`
 	RulePolicy   *string    `db:"rule_policy"`
 	RuleReason   *string    `db:"rule_reason"`
+	RuleDigest   *string    `db:"rule_digest"`
 }
 
 // RunPage is one page of the run history.
@@ -122,8 +123,13 @@ func (e *Engine) History(ctx context.Context, actor Actor, q RunQuery) (RunPage,
 		}
 		if row.RulePolicy != nil && row.RuleKind != nil && l.MayRead && !l.Erased {
 			l.Rule = &ListedRule{Kind: *row.RuleKind, Policy: *row.RulePolicy}
-			if row.RuleReason != nil {
-				l.Rule.Reason = *row.RuleReason
+			if row.RuleReason != nil && row.RuleDigest != nil {
+				// Sealed like every decision's reason.
+				reason, err := e.openText(*row.RuleReason, DecisionPlace("reason", run.ID, *row.RuleDigest))
+				if err != nil {
+					reason = unreadable(err)
+				}
+				l.Rule.Reason = reason
 			}
 		}
 		page.Runs = append(page.Runs, l)

@@ -90,7 +90,7 @@ func (s *Store) History(ctx context.Context, q runtime.HistoryQuery, limit int) 
 	err := s.db.SelectContext(ctx, &rows, `
 		SELECT `+runColumns+`, `+votesColumns+`, COALESCE(u.name, '') AS owner_name,
 			d.kind AS my_kind, d.decided_at AS my_decided_at,
-			pd.kind AS rule_kind, pd.policy AS rule_policy, pd.reason AS rule_reason
+			pd.kind AS rule_kind, pd.policy AS rule_policy, pd.reason AS rule_reason, pd.turn_digest AS rule_digest
 		FROM runs r
 		LEFT JOIN users u ON u.id = r.owner_id
 		LEFT JOIN decisions d ON d.id = (

@@ -68,3 +68,49 @@ func TestPerCallReasonsAreSealed(t *testing.T) {
 		t.Error(leak)
 	}
 }
+
+// TestRuleReasonsAreSealed: with state keys set, a rule's decision stores
+// its reason sealed in its place, as a person's does, no copy of it is
+// plain, and the history opens it.
+func TestRuleReasonsAreSealed(t *testing.T) {
+	w := newWorld(t)
+	w.Configure(t, `
+identifier: sealed-rules
+name: Sealed rules
+provider:
+  type: scripted
+  script:
+    rounds:
+      - tool_calls:
+          - {name: refund_order, arguments: {order_id: "${order_id}"}}
+      - text: "Decided."
+tools: [refund_order]
+policy:
+  - name: no-refunds
+    when: tool == "refund_order"
+    then: deny
+    reason: RULE-REASON-MARKER
+`)
+	eng := w.engine(t, entry("A", keyA))
+	out, order := w.Start(t, testrig.Launch{Configuration: "sealed-rules", Engine: eng})
+	if out.Status != runtime.StatusCompleted || w.Refunds(t, order) != 0 {
+		t.Fatalf("run is %s, want the rule to have denied the refund and the run completed", out.Status)
+	}
+	var stored []byte
+	if err := w.DB.Get(&stored, `SELECT reason FROM decisions WHERE run_id = ? AND policy = 'no-refunds'`, out.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := sealedID(stored); !ok || id != "A" {
+		t.Errorf("the rule's decisions.reason starts %q, want it sealed under A", stored[:min(len(stored), 16)])
+	}
+	for _, leak := range w.plainText(t, []string{"RULE-REASON-MARKER"}) {
+		t.Error(leak)
+	}
+	page, err := eng.History(context.Background(), w.owner, runtime.RunQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Runs) != 1 || page.Runs[0].Rule == nil || page.Runs[0].Rule.Reason != "RULE-REASON-MARKER" {
+		t.Errorf("the history's rule decision %+v, want no-refunds' reason opened", page.Runs)
+	}
+}
