@@ -29,8 +29,8 @@ var _ runtime.VoteStore = (*Store)(nil)
 // its guard then sees the other vote, or it fails certification again, and
 // no vote counts without seeing the other. A vote whose COMMIT was answered
 // OK is read back through the reads that wait for the cluster, as claims
-// are (claimsKept); one the cluster did not keep is ErrClaimLost, and the
-// caller reads the run again.
+// are (kept, votesKept); one the cluster did not keep is ErrClaimLost, and
+// the caller reads the run again.
 //
 // runtime.ErrClaimLost when the run no longer waits on the digest or its
 // turn has other votes than b.Prior; runtime.ErrAlreadyVoted when the
@@ -98,26 +98,6 @@ func (s *Store) voteOne(ctx context.Context, b runtime.Ballot) error {
 	return s.kept(ctx, b, nonce)
 }
 
-// voteKept says whether the cluster kept a vote whose COMMIT was answered
-// OK: its claim's decision, or its row. A single server keeps every commit
-// it acknowledged, and nothing is read.
-func (s *Store) voteKept(ctx context.Context, b runtime.Ballot, nonce int64) (bool, error) {
-	if s.synced == nil {
-		return true, nil
-	}
-	if b.Claim != nil {
-		fates, err := s.claimsKept(ctx, []claimMark{{b.RunID, b.Digest, nonce}})
-		return fates[b.RunID] == claimKept, err
-	}
-	var n int
-	err := s.synced.GetContext(ctx, &n, `SELECT COUNT(*) FROM votes WHERE run_id = ? AND turn_digest = ? AND user_id = ?`,
-		b.RunID, b.Digest, b.UserID)
-	if err != nil {
-		return false, fmt.Errorf("read back vote: %w", err)
-	}
-	return n == 1, nil
-}
-
 // addVote adds the statements of a vote that claims nothing, after its
 // run's lock and @prior count: the vote's row, while the run waits on the
 // digest with the count the voter saw, and its notifications.
@@ -148,15 +128,65 @@ func voteChange(b runtime.Ballot) runChange {
 // exactly why.
 func (s *Store) voteMany(ctx context.Context, batch []runtime.Ballot) []error {
 	won, err := s.voteChunk(ctx, batch)
+	var lost map[int]bool
+	if err == nil {
+		lost, err = s.votesKept(ctx, batch, won)
+	}
 	errs := make([]error, len(batch))
 	for i, b := range batch {
-		if err == nil && won[i] {
-			errs[i] = s.kept(ctx, b, 0)
-			continue
+		switch {
+		case err != nil || !won[i]:
+			errs[i] = s.voteOne(ctx, b)
+		case lost[i]:
+			errs[i] = fmt.Errorf("store: vote on run %d: %w", b.RunID, runtime.ErrClaimLost)
 		}
-		errs[i] = s.voteOne(ctx, b)
 	}
 	return errs
+}
+
+// votesKept says which of a chunk's votes the cluster did not keep, by
+// index, read back in one query through the reads that wait for it (as
+// kept reads one). A single server keeps every commit it acknowledged,
+// and nothing is read.
+func (s *Store) votesKept(ctx context.Context, batch []runtime.Ballot, won []bool) (map[int]bool, error) {
+	if s.synced == nil {
+		return nil, nil
+	}
+	var ids []any
+	for i, b := range batch {
+		if won[i] {
+			ids = append(ids, b.RunID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var rows []struct {
+		RunID  int64  `db:"run_id"`
+		Digest string `db:"turn_digest"`
+		UserID int64  `db:"user_id"`
+	}
+	err := s.synced.SelectContext(ctx, &rows, `SELECT run_id, turn_digest, user_id FROM votes
+		WHERE run_id IN (`+placeholders(len(ids))+`)`, ids...)
+	if err != nil {
+		return nil, fmt.Errorf("store: read back votes: %w", err)
+	}
+	type vote struct {
+		run    int64
+		digest string
+		user   int64
+	}
+	there := make(map[vote]bool, len(rows))
+	for _, r := range rows {
+		there[vote{r.RunID, r.Digest, r.UserID}] = true
+	}
+	lost := map[int]bool{}
+	for i, b := range batch {
+		if won[i] && !there[vote{b.RunID, b.Digest, b.UserID}] {
+			lost[i] = true
+		}
+	}
+	return lost, nil
 }
 
 // voteChunk makes votes on different runs in one transaction of three
@@ -164,8 +194,8 @@ func (s *Store) voteMany(ctx context.Context, batch []runtime.Ballot) []error {
 // chunks, bulks and claims never wait on each other in a cycle), then
 // their status, digest and count of votes read under those locks, then
 // one multi-row INSERT of the votes whose guard holds, the runs' rows
-// written, the notifications and the feed's changes, with the COMMIT. The transaction reads
-// committed data: the count is then read once every lock is held, and
+// written, the notifications and the feed's changes, with the COMMIT. The
+// transaction reads committed data: the count is then read once every lock is held, and
 // every vote committed on those runs is in it (each wrote its run's row,
 // so it committed before the lock was granted). Under repeatable read the
 // snapshot of the first read could be older than a lock, and two voters
@@ -202,8 +232,9 @@ func (s *Store) voteChunk(ctx context.Context, batch []runtime.Ballot) ([]bool, 
 		now[r.ID] = k
 	}
 	won := make([]bool, len(batch))
-	var votes, notes [][]any
+	var votes [][]any
 	var runs []any
+	var notes []runtime.Delivery
 	var changes []runChange
 	for i, b := range batch {
 		k, ok := now[b.RunID]
@@ -214,23 +245,18 @@ func (s *Store) voteChunk(ctx context.Context, batch []runtime.Ballot) ([]bool, 
 		votes = append(votes, []any{b.RunID, b.Digest, b.UserID})
 		runs = append(runs, b.RunID)
 		changes = append(changes, voteChange(b))
-		for _, d := range b.Notifications {
-			notes = append(notes, deliveryRow(d))
-		}
+		notes = append(notes, b.Notifications...)
 	}
 	if len(votes) == 0 {
 		rollback()
 		return won, nil
 	}
 	var sc script
-	sc.add(valuesInsert("INSERT INTO votes (run_id, turn_digest, user_id)", votes))
-	for _, row := range votes {
-		sc.args = append(sc.args, row...)
-	}
+	sc.add(valuesInsert("INSERT INTO votes (run_id, turn_digest, user_id)", votes), flatten(votes)...)
 	// Every vote writes its run's row: on a cluster, two votes on two
 	// nodes then conflict at certification (see Vote).
 	sc.add("UPDATE runs SET updated_at = NOW(6) WHERE id IN ("+placeholders(len(runs))+")", runs...)
-	sc.guardedRows("INSERT INTO webhook_deliveries "+deliveryColumns, "TRUE", notes)
+	addDeliveries(&sc, "TRUE", notes)
 	sc.change("", changes...)
 	sc.add("COMMIT")
 	// A second vote of one person (the votes' key) stops the script
@@ -242,14 +268,31 @@ func (s *Store) voteChunk(ctx context.Context, batch []runtime.Ballot) ([]bool, 
 	return won, nil
 }
 
-// kept is a committed vote as the cluster kept it (voteKept): nil, or
-// ErrClaimLost for a vote the cluster did not keep.
+// kept says what the cluster kept of a vote whose COMMIT was answered OK:
+// nil, or ErrClaimLost for one it did not keep (its claim's decision, or
+// its row, missing from the reads that wait for the cluster). A single
+// server keeps every commit it acknowledged, and nothing is read.
 func (s *Store) kept(ctx context.Context, b runtime.Ballot, nonce int64) error {
-	ok, err := s.voteKept(ctx, b, nonce)
-	switch {
-	case err != nil:
-		return fmt.Errorf("store: vote on run %d: %w", b.RunID, err)
-	case !ok:
+	if s.synced == nil {
+		return nil
+	}
+	ok := false
+	if b.Claim != nil {
+		fates, err := s.claimsKept(ctx, []claimMark{{b.RunID, b.Digest, nonce}})
+		if err != nil {
+			return fmt.Errorf("store: vote on run %d: %w", b.RunID, err)
+		}
+		ok = fates[b.RunID] == claimKept
+	} else {
+		var n int
+		err := s.synced.GetContext(ctx, &n, `SELECT COUNT(*) FROM votes WHERE run_id = ? AND turn_digest = ? AND user_id = ?`,
+			b.RunID, b.Digest, b.UserID)
+		if err != nil {
+			return fmt.Errorf("store: vote on run %d: read back: %w", b.RunID, err)
+		}
+		ok = n == 1
+	}
+	if !ok {
 		return fmt.Errorf("store: vote on run %d: %w", b.RunID, runtime.ErrClaimLost)
 	}
 	return nil
